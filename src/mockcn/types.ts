@@ -1,0 +1,56 @@
+/**
+ * A mock CN as the rest of the daemon sees it. One object per CN: its data and nothing
+ * that ticks. Timers, sockets' routing, HTTP clients and schedulers are shared and live in
+ * src/daemon; the agents (src/agents/*) are handed a MockCn and keep their per-CN state
+ * small.
+ */
+import type { Sysinfo } from '../common/sysinfo.js';
+import type { VmStore } from '../vmadm/types.js';
+
+/** Where one mock CN keeps its files: `<data-dir>/servers/<uuid>/...` (original layout). */
+export interface ServerPaths {
+  /** `<data-dir>/servers/<uuid>` */
+  dir: string;
+  /** `<dir>/sysinfo.json` */
+  sysinfo: string;
+  /** `<dir>/vms` */
+  vms: string;
+  /** `<dir>/agents` */
+  agents: string;
+  /** `<dir>/logs/cn-agent` */
+  taskLogs: string;
+}
+
+export interface AgentAddress {
+  ip: string;
+  port: number;
+}
+
+/** One entry of `server.agents` in CNAPI (`POST /servers/:uuid {agents}`). */
+export interface AgentRecord {
+  name: string;
+  version?: string;
+  image_uuid?: string;
+  uuid?: string;
+}
+
+export interface MockCn {
+  readonly uuid: string;
+  readonly paths: ServerPaths;
+  readonly vms: VmStore;
+  /** sysinfo as CNAPI gets it: the file plus the run-time `CN Agent IP` / `CN Agent Port`. */
+  sysinfo: Sysinfo;
+  /** Where this CN's cn-agent listens; set once its socket is bound. */
+  agentAddress?: AgentAddress;
+  /** True once CNAPI accepted the sysinfo registration: tasks are refused (404) before. */
+  registered: boolean;
+  /** `POST /pause` sets it; tasks get 503 while set. */
+  draining: boolean;
+
+  /** A VM changed or a task finished: send a status report soon (throttled, shared). */
+  markStatusDirty(): void;
+  /** A task rewrote sysinfo.json: re-read it and register it with CNAPI again. */
+  reloadSysinfo(): Promise<void>;
+  /** Re-read the agents directory and post the list to CNAPI. */
+  refreshAgents(): Promise<AgentRecord[]>;
+}

@@ -1,0 +1,207 @@
+/**
+ * The contract of the file-backed vmadm (issue 2). Everything that touches a VM (cn-agent
+ * tasks, vm-agent, net-agent, cmon-agent, status reports, the CLI) goes through a VmStore.
+ *
+ * VM objects follow SmartOS vmadm(1M) and node-vmadm's dummy backend field names.
+ * A `Vm` as returned by load/lookup/events is the *loaded* form: the stored object plus
+ * the derived fields vmadm fills in (last_modified, zonename, zone_state, pid, zoneid,
+ * boot_timestamp / exit_*, server_uuid, datacenter_name, platform_buildstamp).
+ */
+
+export type VmState =
+  | 'configured'
+  | 'provisioning'
+  | 'running'
+  | 'stopping'
+  | 'shutting_down'
+  | 'stopped'
+  | 'down'
+  | 'failed'
+  | 'receiving'
+  | 'destroyed';
+
+export type VmBrand = 'joyent' | 'joyent-minimal' | 'lx' | 'bhyve' | 'kvm' | 'builder';
+
+export interface VmNic {
+  mac: string;
+  ip?: string;
+  ips?: string[];
+  netmask?: string;
+  gateway?: string;
+  gateways?: string[];
+  interface?: string;
+  nic_tag?: string;
+  network_uuid?: string;
+  vlan_id?: number;
+  mtu?: number;
+  model?: string;
+  primary?: boolean;
+  allow_dhcp_spoofing?: boolean;
+  allow_ip_spoofing?: boolean;
+  allow_mac_spoofing?: boolean;
+  allow_restricted_traffic?: boolean;
+  allow_unfiltered_promisc?: boolean;
+  [key: string]: unknown;
+}
+
+export interface VmDisk {
+  path?: string;
+  size?: number;
+  image_uuid?: string;
+  image_size?: number;
+  image_name?: string;
+  boot?: boolean;
+  model?: string;
+  media?: string;
+  zfs_filesystem?: string;
+  refreservation?: number;
+  [key: string]: unknown;
+}
+
+export interface VmSnapshot {
+  name: string;
+  created_at: string;
+}
+
+export interface Vm {
+  uuid: string;
+  brand: VmBrand | string;
+  state: VmState | string;
+  zone_state?: string;
+  autoboot?: boolean;
+  alias?: string;
+  owner_uuid?: string;
+  image_uuid?: string;
+  billing_id?: string;
+  server_uuid?: string;
+  ram?: number;
+  max_physical_memory?: number;
+  max_locked_memory?: number;
+  max_swap?: number;
+  max_lwps?: number;
+  quota?: number;
+  cpu_cap?: number;
+  cpu_shares?: number;
+  vcpus?: number;
+  zfs_io_priority?: number;
+  zpool?: string;
+  zfs_filesystem?: string;
+  zonepath?: string;
+  zonename?: string;
+  limit_priv?: string;
+  create_timestamp?: string;
+  last_modified?: string;
+  boot_timestamp?: string;
+  exit_status?: number;
+  exit_timestamp?: string;
+  pid?: number;
+  zoneid?: number;
+  do_not_inventory?: boolean;
+  customer_metadata?: Record<string, unknown>;
+  internal_metadata?: Record<string, unknown>;
+  tags?: Record<string, unknown>;
+  routes?: Record<string, string>;
+  resolvers?: string[];
+  nics?: VmNic[];
+  disks?: VmDisk[];
+  snapshots?: VmSnapshot[];
+  datasets?: string[];
+  [key: string]: unknown;
+}
+
+/** The payload of `create`: a VM object without the fields vmadm fills in. */
+export type VmCreatePayload = Partial<Vm> & { brand: string; [key: string]: unknown };
+
+/** The payload of `update`: vmadm(1M)'s update keys (set_*, remove_*, add_nics, ...). */
+export type VmUpdatePayload = Record<string, unknown>;
+
+export interface LoadOptions {
+  /** Only these keys in the result. */
+  fields?: string[];
+  /** Find VMs with do_not_inventory too. */
+  include_dni?: boolean;
+}
+
+/**
+ * A lookup filter, as `vmadm lookup` takes it: `field=value` pairs where the field may be
+ * nested (`nics.*.ip`, `tags.role`), a value starting with `~` is a regex, and numeric
+ * fields accept `<`, `>`, `<=`, `>=` comparisons written as the operator prefixed to the value.
+ */
+export type LookupSearch = Record<string, unknown>;
+
+export interface LookupOptions extends LoadOptions {}
+
+export type VmEventType = 'create' | 'modify' | 'delete';
+
+/** One vminfod-style change record (node-vmadm lib/diff.js format). */
+export interface VmChange {
+  path: (string | null)[];
+  prettyPath: string;
+  action: 'added' | 'removed' | 'changed';
+  oldValue?: unknown;
+  newValue?: unknown;
+}
+
+export interface VmEvent {
+  type: VmEventType;
+  zonename: string;
+  uuid: string;
+  /** The full VM after the change; for `delete`, the last VM before it went away. */
+  vm: Vm;
+  changes?: VmChange[];
+  /** Monotonic per server, so consumers can order and de-duplicate. */
+  seq: number;
+  date: string;
+}
+
+export type VmEventListener = (ev: VmEvent) => void;
+
+export interface VmSubscription {
+  /** The VMs at the instant of subscription; every later change arrives as an event. */
+  ready: Map<string, Vm>;
+  unsubscribe(): void;
+}
+
+export interface StopOptions {
+  force?: boolean;
+  timeout?: number;
+}
+
+/** One server's VMs: an in-memory index over `<root>/servers/<uuid>/vms/*.json`. */
+export interface VmStore {
+  readonly serverUuid: string;
+  /** Number of VMs (DNI included). */
+  readonly size: number;
+
+  /** Synchronous reads from the in-memory index, for hot paths (status, metrics). */
+  get(uuid: string, opts?: LoadOptions): Vm | undefined;
+  list(opts?: LoadOptions): Vm[];
+
+  load(uuid: string, opts?: LoadOptions): Promise<Vm>;
+  exists(uuid: string, opts?: LoadOptions): Promise<boolean>;
+  lookup(search?: LookupSearch, opts?: LookupOptions): Promise<Vm[]>;
+  lookupUuids(search?: LookupSearch, opts?: LookupOptions): Promise<string[]>;
+
+  create(payload: VmCreatePayload): Promise<Vm>;
+  update(uuid: string, payload: VmUpdatePayload): Promise<Vm>;
+  delete(uuid: string): Promise<void>;
+
+  start(uuid: string): Promise<Vm>;
+  stop(uuid: string, opts?: StopOptions): Promise<Vm>;
+  reboot(uuid: string, opts?: StopOptions): Promise<Vm>;
+  kill(uuid: string, opts?: { signal?: string }): Promise<Vm>;
+  reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm>;
+
+  createSnapshot(uuid: string, name: string): Promise<Vm>;
+  deleteSnapshot(uuid: string, name: string): Promise<Vm>;
+  rollbackSnapshot(uuid: string, name: string): Promise<Vm>;
+
+  info(uuid: string, types?: string[]): Promise<Record<string, unknown>>;
+  sysrq(uuid: string, request: string): Promise<void>;
+
+  /** Subscribe to this server's VM events; the ready snapshot and the stream are atomic. */
+  subscribe(listener: VmEventListener): VmSubscription;
+
+  /** Re-read the directory and emit events for hand edits (see docs/vmadm.md). */
+  rescan(): Promise<void>;
+}
