@@ -109,8 +109,37 @@ export interface Vm {
   [key: string]: unknown;
 }
 
-/** The payload of `create`: a VM object without the fields vmadm fills in. */
-export type VmCreatePayload = Partial<Vm> & { brand: string; [key: string]: unknown };
+/**
+ * The payload of `create`: VM properties without the fields vmadm fills in. `brand`
+ * defaults to `joyent`; NICs may come without `mac` (vmadm generates one). Validated at
+ * run time (unknown keys are refused), so anything JSON-shaped type-checks here.
+ */
+export interface VmCreatePayload {
+  uuid?: string;
+  brand?: VmBrand | string;
+  alias?: string;
+  autoboot?: boolean;
+  owner_uuid?: string;
+  image_uuid?: string;
+  billing_id?: string;
+  ram?: number;
+  max_physical_memory?: number;
+  max_locked_memory?: number;
+  max_swap?: number;
+  quota?: number;
+  cpu_cap?: number;
+  cpu_shares?: number;
+  vcpus?: number;
+  do_not_inventory?: boolean;
+  customer_metadata?: Record<string, unknown>;
+  internal_metadata?: Record<string, unknown>;
+  tags?: Record<string, unknown>;
+  routes?: Record<string, string>;
+  resolvers?: string[];
+  nics?: Partial<VmNic>[] | Record<string, never>;
+  disks?: VmDisk[] | Record<string, never>;
+  [key: string]: unknown;
+}
 
 /** The payload of `update`: vmadm(1M)'s update keys (set_*, remove_*, add_nics, ...). */
 export type VmUpdatePayload = Record<string, unknown>;
@@ -140,6 +169,8 @@ export interface VmChange {
   action: 'added' | 'removed' | 'changed';
   oldValue?: unknown;
   newValue?: unknown;
+  /** With vmadm's identifier map: the mac (nics) or path (disks) of the element changed. */
+  ident?: unknown;
 }
 
 export interface VmEvent {
@@ -173,15 +204,26 @@ export interface VmStore {
   /** Number of VMs (DNI included). */
   readonly size: number;
 
-  /** Synchronous reads from the in-memory index, for hot paths (status, metrics). */
+  /**
+   * Synchronous reads from the in-memory index, for hot paths (status, metrics). Without
+   * `fields` they return the index's own objects, deep-frozen and shared: read-only
+   * (mutating one throws). Without `include_dni`, do_not_inventory VMs are left out.
+   */
   get(uuid: string, opts?: LoadOptions): Vm | undefined;
   list(opts?: LoadOptions): Vm[];
 
+  /** Copies the caller may change. A missing (or DNI, without include_dni) VM: VmNotFound. */
   load(uuid: string, opts?: LoadOptions): Promise<Vm>;
   exists(uuid: string, opts?: LoadOptions): Promise<boolean>;
   lookup(search?: LookupSearch, opts?: LookupOptions): Promise<Vm[]>;
   lookupUuids(search?: LookupSearch, opts?: LookupOptions): Promise<string[]>;
 
+  /**
+   * Writes resolve once the file is durable, the index shows the change and its event
+   * was dispatched; they return a copy of the VM after the change. Bad input rejects with
+   * a ValidationFailed MockcloudError whose `errors[0].field` names the key; a missing
+   * VM with VmNotFound (restCode VmNotFound). Mutations also act on DNI VMs.
+   */
   create(payload: VmCreatePayload): Promise<Vm>;
   update(uuid: string, payload: VmUpdatePayload): Promise<Vm>;
   delete(uuid: string): Promise<void>;
@@ -199,7 +241,12 @@ export interface VmStore {
   info(uuid: string, types?: string[]): Promise<Record<string, unknown>>;
   sysrq(uuid: string, request: string): Promise<void>;
 
-  /** Subscribe to this server's VM events; the ready snapshot and the stream are atomic. */
+  /**
+   * Subscribe to this server's VM events (DNI VMs included); the ready snapshot and the
+   * stream are atomic. Listeners run synchronously inside the write: keep them quick
+   * (queue work); a listener that throws is logged and skipped. Event VMs are the shared
+   * frozen index objects.
+   */
   subscribe(listener: VmEventListener): VmSubscription;
 
   /** Re-read the directory and emit events for hand edits (see docs/vmadm.md). */

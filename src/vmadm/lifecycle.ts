@@ -1,0 +1,155 @@
+/**
+ * State transitions of `vmadm start/stop/reboot/kill/reprovision`, as pure steps on a
+ * stored VM. A multi-step operation (reboot, reprovision, rollback) is written step by
+ * step, so consumers see the intermediate states a real CN shows (shutting_down,
+ * provisioning) as separate events.
+ *
+ * Unlike the dummy backend, a start sets a fresh boot_timestamp, a stop records
+ * exit_status/exit_timestamp and drops boot_timestamp (and with it pid/zoneid), and
+ * operations check the current state the way vmadm does.
+ */
+import { MockcloudError } from '../common/errors.js';
+import { badState, invalidValue } from './errors.js';
+
+export type Stored = Record<string, unknown>;
+/** One write of a multi-step operation: mutates a fresh copy of the stored VM. */
+export type Step = (vm: Stored, now: Date) => void;
+
+export function checkStartable(vm: Stored): void {
+  if (vm.state === 'running') {
+    throw badState(`VM ${String(vm.uuid)} is already 'running'`, 'EALREADYRUNNING');
+  }
+  if (vm.state !== 'stopped') {
+    throw badState(`Cannot start vm from state "${String(vm.state)}", must be "stopped".`);
+  }
+}
+
+export const bootStep: Step = (vm, now) => {
+  vm.autoboot = true;
+  vm.state = 'running';
+  delete vm.zone_state;
+  vm.boot_timestamp = now.toISOString();
+};
+
+export function checkStoppable(vm: Stored): void {
+  if (vm.state !== 'running') {
+    throw badState(
+      `VM ${String(vm.uuid)} is already not 'running' (currently: ${String(vm.state)})`,
+      'ENOTRUNNING',
+    );
+  }
+}
+
+function halted(vm: Stored, now: Date, exitStatus: number): void {
+  vm.state = 'stopped';
+  delete vm.zone_state;
+  delete vm.boot_timestamp;
+  vm.exit_status = exitStatus;
+  vm.exit_timestamp = now.toISOString();
+}
+
+export const haltStep: Step = (vm, now) => {
+  vm.autoboot = false;
+  halted(vm, now, 0);
+};
+
+export function checkRebootable(vm: Stored): void {
+  if (vm.state !== 'running') {
+    throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running".`);
+  }
+}
+
+/** shutting_down → stopped → running, like a zone reboot seen through vminfod. */
+export const rebootSteps: Step[] = [
+  (vm) => {
+    vm.state = 'shutting_down';
+    vm.zone_state = 'shutting_down';
+  },
+  (vm, now) => halted(vm, now, 0),
+  bootStep,
+];
+
+const SIGNALS: Readonly<Record<string, number>> = {
+  SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 16, SIGUSR2: 17, SIGTERM: 15,
+  SIGCHLD: 18, SIGWINCH: 20, SIGCONT: 25, SIGSTOP: 23, SIGTSTP: 24,
+};
+/** Signals whose default action ends init, and with it the zone. */
+const TERMINATING = new Set([1, 2, 3, 9, 15]);
+
+/** Parse a kill signal: "SIGKILL", "KILL", "9" or 9; vmadm's default is SIGTERM. */
+export function parseSignal(signal: unknown): number {
+  if (signal === undefined || signal === null || signal === '') return SIGNALS.SIGTERM!;
+  if (typeof signal === 'number' || (typeof signal === 'string' && /^\d+$/.test(signal))) {
+    const n = Number(signal);
+    if (Number.isInteger(n) && n >= 0 && n < 64) return n;
+  } else if (typeof signal === 'string') {
+    const name = signal.toUpperCase().startsWith('SIG') ? signal.toUpperCase() : `SIG${signal.toUpperCase()}`;
+    const n = SIGNALS[name];
+    if (n !== undefined) return n;
+  }
+  throw invalidValue('signal', `unknown signal ${JSON.stringify(signal)}`);
+}
+
+export function checkKillable(vm: Stored): void {
+  if ((vm.zone_state ?? vm.state) !== 'running') {
+    throw badState(`Cannot find running init PID for VM ${String(vm.uuid)}`);
+  }
+}
+
+/** A signal that ends init halts the zone (exit status 128+signal); others change nothing. */
+export function killSteps(signo: number): Step[] {
+  if (!TERMINATING.has(signo)) return [];
+  return [(vm, now) => halted(vm, now, 128 + signo)];
+}
+
+/**
+ * reprovision: provisioning (zone_state = old state), zone halted, new image, zone booted
+ * again if it was running, then back to the previous state.
+ */
+export function reprovisionSteps(prevState: string, imageUuid: string): Step[] {
+  const wasRunning = prevState === 'running';
+  const steps: Step[] = [
+    (vm) => {
+      vm.state = 'provisioning';
+      vm.zone_state = prevState;
+    },
+  ];
+  if (wasRunning) {
+    steps.push((vm, now) => {
+      vm.state = 'provisioning';
+      vm.zone_state = 'stopped';
+      delete vm.boot_timestamp;
+      vm.exit_status = 0;
+      vm.exit_timestamp = now.toISOString();
+    });
+  }
+  steps.push((vm) => {
+    vm.image_uuid = imageUuid;
+  });
+  if (wasRunning) {
+    steps.push((vm, now) => {
+      vm.zone_state = 'running';
+      vm.boot_timestamp = now.toISOString();
+    });
+  }
+  steps.push((vm) => {
+    vm.state = prevState;
+    delete vm.zone_state;
+  });
+  return steps;
+}
+
+export function checkReprovisionable(vm: Stored): void {
+  if (vm.state !== 'running' && vm.state !== 'stopped') {
+    throw badState(`Cannot reprovision vm from state "${String(vm.state)}", must be "running" or "stopped".`);
+  }
+}
+
+export function checkDeletable(vm: Stored): void {
+  if (vm.indestructible_zoneroot === true) {
+    throw new MockcloudError('Conflict', 'indestructible_zoneroot is set, cannot delete');
+  }
+  if (vm.indestructible_delegated === true) {
+    throw new MockcloudError('Conflict', 'indestructible_delegated is set, cannot delete');
+  }
+}
