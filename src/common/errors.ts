@@ -33,6 +33,8 @@ export const ERROR_CATALOGUE = {
   BadGateway: 502,
   ServiceUnavailable: 503,
   GatewayTimeout: 504,
+  /** NAPI's SubnetFull ("no more free IPs") answers 507. */
+  InsufficientStorage: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -46,11 +46,17 @@ export interface MockCn {
   registered: boolean;
   /** `POST /pause` sets it; tasks get 503 while set. */
   draining: boolean;
+  /** The agents list last read from `agents/` (what CNAPI was last sent). */
+  readonly agents?: readonly AgentRecord[];
 
   /** A VM changed or a task finished: send a status report soon (throttled, shared). */
   markStatusDirty(): void;
   /** A task rewrote sysinfo.json: re-read it and register it with CNAPI again. */
   reloadSysinfo(): Promise<void>;
-  /** Re-read the agents directory and post the list to CNAPI. */
+  /**
+   * Re-read the agents directory and post the list to CNAPI (`POST /servers/<uuid> {agents}`).
+   * Rejects when CNAPI refuses or cannot be reached (refresh_agents and agents_uninstall fail
+   * then; agent_install only logs); resolves without posting when no CNAPI is configured.
+   */
   refreshAgents(): Promise<AgentRecord[]>;
 }

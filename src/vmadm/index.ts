@@ -118,7 +118,7 @@ function checkIdentity(identity: SysinfoIdentity): void {
 
 export { FileVmStore } from './store.js';
 export { isSnapshotNotFound } from './snapshots.js';
-export { UPDATE_KEYS } from './update.js';
+export { UPDATE_KEYS, pruneUpdatePayload } from './update.js';
 export { vmsDir, vmFile } from './vm-file.js';
 export { DERIVED_FIELDS } from './derived.js';
 export type * from './types.js';

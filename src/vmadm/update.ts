@@ -9,7 +9,7 @@ import { invalidProperty, invalidValue } from './errors.js';
 import { resolveMemory } from './memory.js';
 import { pickMemory } from './create.js';
 import { applyNicUpdate } from './nics.js';
-import { ENVELOPE_KEYS, PROPERTIES, READ_ONLY_FIELDS, UPDATE_ACTIONS, brandIn } from './properties.js';
+import { ENVELOPE_KEYS, NIC_PROPERTIES, PROPERTIES, READ_ONLY_FIELDS, UPDATE_ACTIONS, brandIn } from './properties.js';
 import type { Vm, VmNic, VmUpdatePayload } from './types.js';
 import { checkValue, isPlainObject } from './validate.js';
 
@@ -146,4 +146,39 @@ function checkRoutes(routes: Record<string, unknown>): void {
       throw invalidValue(`set_routes.${dst}`, `Invalid route gateway: "${String(gw)}"`);
     }
   }
+}
+
+/**
+ * What real vmadm does with a payload that carries more than update keys: CNAPI forwards
+ * VMAPI's whole job params (`task`, `jobid`, `vm_uuid`, NAPI fields inside `add_nics`, ...)
+ * and SmartOS vmadm drops every key it cannot update, with a warning, before validating the
+ * rest. cn-agent's machine_update calls this at its edge; `applyUpdate` itself stays strict
+ * so a direct caller's typo is an error, not a silent drop.
+ */
+export function pruneUpdatePayload(payload: VmUpdatePayload): { payload: VmUpdatePayload; dropped: string[] } {
+  const kept: VmUpdatePayload = {};
+  const dropped: string[] = [];
+  for (const [key, value] of Object.entries(payload)) {
+    const known = ENVELOPE_KEYS.includes(key) || UPDATE_ACTIONS[key] !== undefined || PROPERTIES[key]?.update !== undefined;
+    if (!known) {
+      dropped.push(key);
+      continue;
+    }
+    if ((key === 'add_nics' || key === 'update_nics') && Array.isArray(value)) {
+      kept[key] = value.map((nic: unknown, i: number) => pruneNic(nic, `${key}.${i}`, dropped));
+    } else {
+      kept[key] = value;
+    }
+  }
+  return { payload: kept, dropped };
+}
+
+function pruneNic(nic: unknown, field: string, dropped: string[]): unknown {
+  if (!isPlainObject(nic)) return nic;
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(nic)) {
+    if (NIC_PROPERTIES[key] === undefined) dropped.push(`${field}.${key}`);
+    else kept[key] = value;
+  }
+  return kept;
 }

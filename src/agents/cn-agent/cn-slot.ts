@@ -1,0 +1,40 @@
+/**
+ * What the shared cn-agent server keeps per attached mock CN: its socket, its task history,
+ * its locks and the tasks it is running. Nothing here ticks.
+ */
+import type net from 'node:net';
+import type { AgentAddress, MockCn } from '../../mockcn/types.js';
+import { TaskHistory } from './history.js';
+import { KeyedLock } from './keyed-lock.js';
+import type { CnTaskState } from './types.js';
+
+export class CnSlot {
+  readonly history = new TaskHistory();
+  readonly locks = new KeyedLock();
+  readonly state: CnTaskState = { images: new Map() };
+  /** Running tasks: their abort handle and a promise that settles when the task really ends. */
+  readonly running = new Map<AbortController, Promise<void>>();
+  readonly sockets = new Set<net.Socket>();
+  /** False once detach started: new connections and tasks are refused. */
+  open = true;
+
+  constructor(
+    readonly cn: MockCn,
+    readonly listener: net.Server,
+    readonly address: AgentAddress,
+    readonly family: string,
+  ) {}
+
+  get serverAddress(): { address: string; family: string; port: number } {
+    return { address: this.address.ip, family: this.family, port: this.address.port };
+  }
+
+  /** Abort every running task and wait until each has really ended. */
+  async abortAll(reason: string): Promise<void> {
+    const waits = [...this.running.entries()].map(([controller, done]) => {
+      controller.abort(new Error(reason));
+      return done;
+    });
+    await Promise.allSettled(waits);
+  }
+}

@@ -1,0 +1,386 @@
+/**
+ * Every mock CN's traffic to CNAPI, as a real cn-agent sends it (cn-agent-spec §4):
+ *
+ *   sysinfo   POST /servers/<uuid>/sysinfo {sysinfo}   at start and whenever sysinfo changes;
+ *             retried with backoff (0.5 s → 120 s, ×1.6, ±20 %) until accepted; 404
+ *             ResourceNotFound means an old CNAPI and is skipped. Accepted = `registered`.
+ *   agents    POST /servers/<uuid> {agents}            once registered (errors only logged).
+ *   heartbeat POST /servers/<uuid>/events/heartbeat {} 5 s after the previous one ended.
+ *   status    POST /servers/<uuid>/events/status       at start, every 60 s, and at most one per
+ *             5 s after a VM changed, with the real VM inventory and usage (status-sample.ts).
+ *
+ * One object serves the whole fleet. Per CN it keeps a small `CnLink`: an outgoing queue of
+ * concurrency 1 (a bit set of pending message kinds, so at most one of each is queued, as in the
+ * real agent) and its jobs on the shared Scheduler. All requests go through the shared
+ * JsonHttpClient. No timer, socket or client per CN.
+ */
+import type { JsonHttpClient } from '../../../common/http-client.js';
+import { MockcloudError } from '../../../common/errors.js';
+import type { Logger } from '../../../common/log.js';
+import type { Scheduler, ScheduledJob } from '../../../daemon/scheduler.js';
+import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
+import type { AgentRecord, MockCn } from '../../../mockcn/types.js';
+import { buildStatusSample } from './status-sample.js';
+import { backoffDelay, resolveTimings, type ReporterTimings } from './timings.js';
+
+/** Message kinds, in the order a free queue takes them. */
+const SYSINFO = 1;
+const AGENTS = 2;
+const STATUS = 4;
+const HEARTBEAT = 8;
+const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
+type Kind = (typeof KINDS)[number];
+
+export type MessageKind = 'sysinfo' | 'agents' | 'status' | 'heartbeat';
+const KIND_BITS: Record<MessageKind, Kind> = { sysinfo: SYSINFO, agents: AGENTS, status: STATUS, heartbeat: HEARTBEAT };
+
+export interface CnapiReporterOptions {
+  log: Logger;
+  scheduler: Scheduler;
+  http: JsonHttpClient;
+  /** CNAPI's base URL; absent = standalone: CNs count as registered and nothing is sent. */
+  cnapiUrl?: string;
+  timings?: Partial<ReporterTimings>;
+  /** Version in the User-Agent when a CN has no cn-agent entry in its agents dir. */
+  defaultAgentVersion?: string;
+  /** Called once per failed request (for `mockcloud status` error counts). */
+  onError?: (kind: MessageKind) => void;
+}
+
+export interface ReporterCounters {
+  ok: number;
+  failed: number;
+}
+
+/** Per-CN state: small, no closures kept beyond the scheduled jobs. */
+class CnLink {
+  pending = 0;
+  busy = false;
+  detached = false;
+  /** Agents posted and heartbeats/status started (after the first accepted registration). */
+  started = false;
+  sysinfoGen = 0;
+  sentGen = -1;
+  attempt = 0;
+  /** Bit set of kinds whose last request failed (log on change only: no log storms). */
+  failing = 0;
+  statusDirty = false;
+  lastStatusAt = 0;
+  heartbeatJob: ScheduledJob | undefined;
+  statusJob: ScheduledJob | undefined;
+  retryJob: ScheduledJob | undefined;
+  unsubscribe: (() => void) | undefined;
+  constructor(readonly cn: MockCn) {}
+}
+
+export class CnapiReporter implements MockCnHooks {
+  readonly timings: ReporterTimings;
+  readonly counters: Record<MessageKind, ReporterCounters> = {
+    sysinfo: { ok: 0, failed: 0 },
+    agents: { ok: 0, failed: 0 },
+    status: { ok: 0, failed: 0 },
+    heartbeat: { ok: 0, failed: 0 },
+  };
+  /** How many CNs' last request of each kind failed. */
+  readonly failingCns: Record<MessageKind, number> = { sysinfo: 0, agents: 0, status: 0, heartbeat: 0 };
+  private readonly links = new Map<string, CnLink>();
+  private readonly log: Logger;
+  private readonly scheduler: Scheduler;
+  private readonly http: JsonHttpClient;
+  private readonly cnapiUrl: string | undefined;
+  private readonly defaultVersion: string;
+  private readonly onError: ((kind: MessageKind) => void) | undefined;
+  private running = false;
+
+  constructor(opts: CnapiReporterOptions) {
+    this.log = opts.log;
+    this.scheduler = opts.scheduler;
+    this.http = opts.http;
+    this.cnapiUrl = opts.cnapiUrl?.replace(/\/+$/, '') || undefined;
+    this.timings = resolveTimings(opts.timings);
+    this.defaultVersion = opts.defaultAgentVersion ?? '2.15.0';
+    this.onError = opts.onError;
+  }
+
+  get standalone(): boolean {
+    return this.cnapiUrl === undefined;
+  }
+
+  start(): void {
+    this.running = true;
+    if (this.standalone) this.log.warn('no CNAPI configured: mock CNs count as registered and report to no one');
+    for (const link of this.links.values()) this.pump(link);
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const link of this.links.values()) this.cancelJobs(link);
+  }
+
+  /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
+  attach(cn: MockCn): void {
+    if (this.standalone) {
+      cn.registered = true;
+      return;
+    }
+    const old = this.links.get(cn.uuid);
+    if (old) this.drop(old);
+    const link = new CnLink(cn);
+    this.links.set(cn.uuid, link);
+    // Any VM change, whatever made it (a task, a hand edit found by rescan), makes the next
+    // status report due soon: the real agent's zoneevent watcher, which the dummy lacked.
+    const sub = cn.vms.subscribe(() => this.statusDirty(cn));
+    link.unsubscribe = () => sub.unsubscribe();
+    this.enqueue(link, SYSINFO);
+  }
+
+  detach(uuid: string): void {
+    const link = this.links.get(uuid);
+    if (link) this.drop(link);
+  }
+
+  get size(): number {
+    return this.links.size;
+  }
+
+  /** CNs whose registration CNAPI has not accepted yet. */
+  get unregistered(): number {
+    let n = 0;
+    for (const link of this.links.values()) if (!link.cn.registered) n++;
+    return n;
+  }
+
+  // ---- MockCnHooks: what a CN tells the reporter
+
+  statusDirty(cn: MockCn): void {
+    const link = this.links.get(cn.uuid);
+    if (!link) return;
+    link.statusDirty = true;
+    if (link.started) this.scheduleStatus(link, link.lastStatusAt + this.timings.statusThrottleMs - Date.now());
+  }
+
+  sysinfoChanged(cn: MockCn): void {
+    const link = this.links.get(cn.uuid);
+    if (!link) return;
+    link.sysinfoGen++;
+    this.enqueue(link, SYSINFO);
+  }
+
+  /** The agents POST for tasks (agent_install, refresh_agents, ...): direct, not queued. */
+  async postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void> {
+    if (this.standalone) return;
+    const ok = await this.send(cn, 'agents', `/servers/${cn.uuid}`, { agents });
+    if (ok !== true) {
+      throw new MockcloudError('BadGateway', `CNAPI did not accept the agents of server ${cn.uuid}: ${ok}`);
+    }
+  }
+
+  // ---- the per-CN queue
+
+  private enqueue(link: CnLink, kind: Kind): void {
+    link.pending |= kind;
+    this.pump(link);
+  }
+
+  private pump(link: CnLink): void {
+    if (link.busy || link.detached || !this.running) return;
+    for (const kind of KINDS) {
+      if ((link.pending & kind) === 0) continue;
+      link.pending &= ~kind;
+      if (kind === SYSINFO && link.started && link.sentGen === link.sysinfoGen) continue;
+      link.busy = true;
+      this.run(link, kind);
+      return;
+    }
+  }
+
+  private done(link: CnLink): void {
+    link.busy = false;
+    this.pump(link);
+  }
+
+  private run(link: CnLink, kind: Kind): void {
+    switch (kind) {
+      case SYSINFO:
+        this.register(link);
+        return;
+      case AGENTS:
+        void this.sendAgents(link);
+        return;
+      case STATUS:
+        void this.sendStatus(link);
+        return;
+      case HEARTBEAT:
+        void this.sendHeartbeat(link);
+        return;
+    }
+  }
+
+  /** One registration attempt; on failure the queue stays busy until a retry succeeds. */
+  private register(link: CnLink): void {
+    link.retryJob = undefined;
+    if (link.detached || !this.running) return;
+    const gen = link.sysinfoGen;
+    void this.send(link.cn, 'sysinfo', `/servers/${link.cn.uuid}/sysinfo`, { sysinfo: link.cn.sysinfo }, true).then(
+      (result) => {
+        if (link.detached) return;
+        if (result === true || result === 'old-cnapi') {
+          if (result === 'old-cnapi') {
+            this.log.info({ server: link.cn.uuid }, 'CNAPI has no sysinfo registration (404 ResourceNotFound): skipped');
+          }
+          link.sentGen = gen;
+          link.attempt = 0;
+          link.cn.registered = true;
+          if (!link.started) this.startReporting(link);
+          this.done(link);
+          return;
+        }
+        const delay = backoffDelay(this.timings.sysinfoBackoff, link.attempt++);
+        this.log.debug({ server: link.cn.uuid, delay, attempt: link.attempt }, 'sysinfo registration failed; retrying');
+        link.retryJob = this.scheduler.schedule(delay, () => this.register(link));
+      },
+    );
+  }
+
+  private startReporting(link: CnLink): void {
+    link.started = true;
+    link.pending |= AGENTS;
+    const spread = this.timings.startSpreadMs;
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
+    link.statusDirty = true;
+    this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
+  }
+
+  private async sendAgents(link: CnLink): Promise<void> {
+    await this.send(link.cn, 'agents', `/servers/${link.cn.uuid}`, { agents: link.cn.agents ?? [] });
+    this.done(link);
+  }
+
+  private heartbeatDue(link: CnLink): void {
+    link.heartbeatJob = undefined;
+    this.enqueue(link, HEARTBEAT);
+  }
+
+  private async sendHeartbeat(link: CnLink): Promise<void> {
+    await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {});
+    if (!link.detached && this.running) {
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs, () => this.heartbeatDue(link));
+    }
+    this.done(link);
+  }
+
+  /** Make sure a status report is due no later than `delayMs` from now (one job per CN). */
+  private scheduleStatus(link: CnLink, delayMs: number): void {
+    if (link.detached || !this.running) return;
+    const due = Date.now() + Math.max(0, delayMs);
+    const job = link.statusJob;
+    if (job && !job.cancelled && job.due <= due) return;
+    this.scheduler.cancel(job);
+    link.statusJob = this.scheduler.schedule(Math.max(0, delayMs), () => {
+      link.statusJob = undefined;
+      link.statusDirty = true;
+      this.enqueue(link, STATUS);
+    });
+  }
+
+  private async sendStatus(link: CnLink): Promise<void> {
+    link.statusDirty = false;
+    link.lastStatusAt = Date.now();
+    let sample: unknown;
+    try {
+      sample = buildStatusSample(link.cn);
+    } catch (err) {
+      // As the real agent: a failed sample is marked dirty and retried after the throttle.
+      this.log.error({ err, server: link.cn.uuid }, 'cannot compute status sample');
+      link.statusDirty = true;
+    }
+    if (sample !== undefined) await this.send(link.cn, 'status', `/servers/${link.cn.uuid}/events/status`, sample);
+    const next = link.statusDirty
+      ? link.lastStatusAt + this.timings.statusThrottleMs - Date.now()
+      : this.timings.statusIntervalMs;
+    this.scheduleStatus(link, next);
+    this.done(link);
+  }
+
+  /**
+   * POST to CNAPI as this CN. Resolves true when accepted, 'old-cnapi' for a 404
+   * ResourceNotFound when `oldCnapiOk`, otherwise a short reason (never rejects).
+   */
+  private async send(
+    cn: MockCn,
+    kind: MessageKind,
+    path: string,
+    body: unknown,
+    oldCnapiOk = false,
+  ): Promise<true | 'old-cnapi' | string> {
+    const bit = KIND_BITS[kind];
+    let reason: string;
+    try {
+      const res = await this.http.request<{ code?: string; message?: string } | undefined>({
+        method: 'POST',
+        url: `${this.cnapiUrl}${path}`,
+        body,
+        headers: { 'user-agent': this.userAgent(cn) },
+        timeoutMs: this.timings.requestTimeoutMs,
+      });
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        this.counters[kind].ok++;
+        this.recovered(cn, kind, bit);
+        return true;
+      }
+      if (oldCnapiOk && res.statusCode === 404 && res.body?.code === 'ResourceNotFound') {
+        this.counters[kind].ok++;
+        return 'old-cnapi';
+      }
+      reason = `${res.statusCode}${res.body?.code ? ` ${res.body.code}` : ''}${res.body?.message ? `: ${res.body.message}` : ''}`;
+    } catch (err) {
+      reason = (err as Error).message || String(err);
+    }
+    this.counters[kind].failed++;
+    this.onError?.(kind);
+    const link = this.links.get(cn.uuid);
+    if (link && (link.failing & bit) === 0) {
+      link.failing |= bit;
+      this.log.debug({ server: cn.uuid, kind, reason }, `CNAPI ${kind} failed`);
+      // One warning when the first CN starts failing, not one per CN: 10,000 CNs against a
+      // CNAPI that is down must not flood the log. `mockcloud status` has the counts.
+      if (this.failingCns[kind]++ === 0) {
+        this.log.warn(
+          { server: cn.uuid, kind, reason, cnapi: this.cnapiUrl },
+          `CNAPI ${kind} failed (${reason}); retrying as the real agent does; further failures are counted in status, not logged`,
+        );
+      }
+    }
+    return reason;
+  }
+
+  private recovered(cn: MockCn, kind: MessageKind, bit: number): void {
+    const link = this.links.get(cn.uuid);
+    if (link && (link.failing & bit) !== 0) {
+      link.failing &= ~bit;
+      if (--this.failingCns[kind] === 0) this.log.info({ kind, cnapi: this.cnapiUrl }, `CNAPI ${kind} works again for every CN`);
+    }
+  }
+
+  private userAgent(cn: MockCn): string {
+    const version = cn.agents?.find((a) => a.name === 'cn-agent')?.version ?? this.defaultVersion;
+    return `cn-agent/${version} (node/${process.versions.node}) server/${cn.uuid}`;
+  }
+
+  private cancelJobs(link: CnLink): void {
+    this.scheduler.cancel(link.heartbeatJob);
+    this.scheduler.cancel(link.statusJob);
+    this.scheduler.cancel(link.retryJob);
+    link.heartbeatJob = link.statusJob = link.retryJob = undefined;
+  }
+
+  private drop(link: CnLink): void {
+    for (const kind of Object.keys(KIND_BITS) as MessageKind[]) if (link.failing & KIND_BITS[kind]) this.failingCns[kind]--;
+    link.failing = 0;
+    link.detached = true;
+    link.unsubscribe?.();
+    link.unsubscribe = undefined;
+    this.cancelJobs(link);
+    if (this.links.get(link.cn.uuid) === link) this.links.delete(link.cn.uuid);
+  }
+}

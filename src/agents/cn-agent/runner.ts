@@ -1,0 +1,290 @@
+/**
+ * The task runner, in process (the real agent forks a child per task; a mock CN cannot afford
+ * a process per task). It reproduces what a consumer can observe of a real run:
+ *
+ * - the event sequence recorded in `/history`: `progress {value:0}`, `start`, the
+ *   `start:<step>` / `end:<step>` pairs of stepped tasks, further `progress`, optionally
+ *   `error {error, details?}`, then `progress {value:100}` (if not yet there) and `finish`;
+ * - the reply: 200 with the finish value plus `req_id`, or 500 `{error, details?, req_id}`;
+ * - a time limit (3600 s by default): the reply is then 500
+ *   "child task process timed out after <n> seconds" and the task is aborted;
+ * - one task throwing fails that task only (500, history status `failed`).
+ *
+ * On top of the real agent it serialises tasks on one VM (a destroy waits for an in-flight
+ * create) and the agents / sysinfo writers of one CN, and it has the fault-injection seam.
+ */
+import { isMockcloudError } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import { abortableSleep, reasonOf } from './abortable.js';
+import type { CnSlot } from './cn-slot.js';
+import { FaultInjector } from './faults.js';
+import { finishEntry, recordEvent, recordException } from './history.js';
+import { TaskLogFile } from './task-log.js';
+import {
+  TaskError,
+  type PreparedTask,
+  type RegisteredTask,
+  type TaskContext,
+  type TaskEnvironment,
+  type TaskParams,
+  type TaskResult,
+} from './types.js';
+
+export const DEFAULT_TASK_TIMEOUT_SECONDS = 3600;
+
+export interface TaskOutcome {
+  statusCode: 200 | 500;
+  body: unknown;
+}
+
+export interface RunRequest {
+  slot: CnSlot;
+  task: RegisteredTask;
+  prepared: PreparedTask;
+  params: TaskParams;
+  /** The HTTP request id (CNAPI's x-request-id). */
+  reqId: string;
+}
+
+/** Task outcomes for `mockcloud status`. */
+export interface TaskCounters {
+  started: number;
+  /** 200 replies. */
+  succeeded: number;
+  /** 500 replies from a task error (fatal), injected faults included. */
+  failed: number;
+  /** 500 replies from a task that threw unexpectedly. */
+  crashed: number;
+  timedOut: number;
+  /** Cut short because the CN was detached or the daemon stopped. */
+  aborted: number;
+}
+
+export interface TaskRunnerOptions {
+  log: Logger;
+  env: TaskEnvironment;
+  timeoutSeconds?: number;
+  faults?: FaultInjector;
+}
+
+type Settled = { kind: 'ok'; result: TaskResult | undefined } | { kind: 'error'; err: unknown };
+
+export class TaskRunner {
+  readonly faults: FaultInjector;
+  readonly counters: TaskCounters = { started: 0, succeeded: 0, failed: 0, crashed: 0, timedOut: 0, aborted: 0 };
+  readonly timeoutSeconds: number;
+  private readonly log: Logger;
+  private readonly env: TaskEnvironment;
+  private running = 0;
+  private readonly createdLogDirs = new Set<string>();
+
+  constructor(opts: TaskRunnerOptions) {
+    this.log = opts.log;
+    this.env = opts.env;
+    this.timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_TASK_TIMEOUT_SECONDS;
+    this.faults = opts.faults ?? new FaultInjector();
+  }
+
+  get tasksInFlight(): number {
+    return this.running;
+  }
+
+  /** Run one task for one CN; resolves with the reply once the task ends (or times out). */
+  run(r: RunRequest): Promise<TaskOutcome> {
+    const { slot, task } = r;
+    const cn = slot.cn;
+    const startedAt = Date.now();
+    const entry = slot.history.start(task.name, r.params, new Date(startedAt));
+    const logFile = new TaskLogFile(cn.paths.taskLogs, { task: task.name, req_id: r.reqId, server: cn.uuid }, startedAt);
+    const log = logFile.taskLog(entry);
+    const controller = new AbortController();
+    const signal = controller.signal;
+    // Real tasks stamp params.req_id on their events; CNAPI never sends one, so the request id
+    // stands in (CNAPI's x-request-id), which is what a consumer correlating replies wants.
+    const reqId = typeof r.params.req_id === 'string' ? r.params.req_id : r.reqId;
+    let progress = -1;
+
+    const event = (name: string, payload: Record<string, unknown>): Record<string, unknown> => {
+      const withId = { ...payload, req_id: reqId };
+      recordEvent(entry, name, withId);
+      return withId;
+    };
+    const ctx: TaskContext = {
+      cn,
+      task: task.name,
+      rawParams: r.params,
+      reqId: r.reqId,
+      env: this.env,
+      log,
+      signal,
+      serverAddress: slot.serverAddress,
+      state: slot.state,
+      progress(value: number) {
+        progress = value;
+        event('progress', { value });
+      },
+      async step<T>(name: string, description: string, stepProgress: number | undefined, fn: () => Promise<T>) {
+        recordEvent(entry, `start:${name}`, { timestamp: new Date().toISOString(), description });
+        const endStep = () => {
+          if (stepProgress !== undefined) ctx.progress(stepProgress);
+          recordEvent(entry, `end:${name}`, { timestamp: new Date().toISOString() });
+        };
+        let out: T;
+        try {
+          out = await fn();
+        } catch (err) {
+          endStep();
+          throw err;
+        }
+        endStep();
+        return out;
+      },
+      async withVmLock<T>(vmUuid: string, fn: () => Promise<T>) {
+        const release = await slot.locks.acquire([`vm:${vmUuid}`], signal);
+        try {
+          return await fn();
+        } finally {
+          release();
+        }
+      },
+      sleep: (ms: number) => abortableSleep(ms, signal),
+    };
+
+    this.running++;
+    this.counters.started++;
+    // Like the agent's request log: in the task's file, not in its history entry.
+    logFile.bunyan.info({ params: r.params }, '%s task params', task.name);
+
+    let settle!: (o: TaskOutcome) => void;
+    let replied = false;
+    const outcome = new Promise<TaskOutcome>((resolve) => {
+      settle = (o) => {
+        if (replied) return;
+        replied = true;
+        resolve(o);
+      };
+    });
+
+    const timeoutMs = this.timeoutSeconds * 1000;
+    const timer = setTimeout(() => {
+      if (replied) return;
+      this.counters.timedOut++;
+      const body = event('error', { error: `child task process timed out after ${this.timeoutSeconds} seconds` });
+      event('finish', {});
+      finishEntry(entry, 'failed');
+      log.error('task timed out after %d seconds', this.timeoutSeconds);
+      settle({ statusCode: 500, body });
+      controller.abort(new Error(`task timed out after ${this.timeoutSeconds} seconds`));
+    }, timeoutMs);
+    timer.unref?.();
+
+    const onAbort = () => {
+      if (replied) return;
+      this.counters.aborted++;
+      const body = event('error', { error: `task aborted: ${reasonOf(signal).message}` });
+      event('finish', {});
+      finishEntry(entry, 'failed');
+      settle({ statusCode: 500, body });
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    const execute = async (): Promise<Settled> => {
+      let release: (() => void) | undefined;
+      try {
+        release = await slot.locks.acquire(r.prepared.locks, signal);
+        ctx.progress(0);
+        event('start', {});
+        const fault = this.faults.effectFor(cn.uuid, task.name);
+        if (fault) {
+          log.warn({ fault }, 'injected fault');
+          if (fault.delayMs > 0) await ctx.sleep(fault.delayMs);
+          if (fault.error !== undefined) throw new TaskError(fault.error);
+        }
+        return { kind: 'ok', result: await r.prepared.run(ctx) };
+      } catch (err) {
+        return { kind: 'error', err };
+      } finally {
+        release?.();
+      }
+    };
+
+    const done = execute()
+      .then(async (res) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        try {
+          if (!replied) settle(this.finish(res, ctx, entry, event, () => progress));
+          else if (res.kind === 'error' && !signal.aborted) log.warn({ err: res.err }, 'task failed after its reply');
+        } catch (err) {
+          // Never leave a request hanging, whatever went wrong in recording the outcome.
+          this.log.error({ err, server: cn.uuid, task: task.name }, 'cannot record task outcome');
+          finishEntry(entry, 'failed');
+          settle({ statusCode: 500, body: { error: `task ${task.name} failed: ${(err as Error).message}`, req_id: reqId } });
+        }
+        this.running--;
+        slot.running.delete(controller);
+        if (task.changesVms) {
+          try {
+            cn.markStatusDirty();
+          } catch (err) {
+            this.log.warn({ err, server: cn.uuid }, 'markStatusDirty failed');
+          }
+        }
+        await logFile.flush(this.createdLogDirs).catch((err: unknown) => {
+          this.log.warn({ err, server: cn.uuid, file: logFile.file }, 'cannot write task log');
+        });
+      })
+      .catch((err: unknown) => {
+        this.log.error({ err, server: cn.uuid, task: task.name }, 'task bookkeeping failed');
+      });
+    slot.running.set(controller, done);
+    return outcome;
+  }
+
+  private finish(
+    res: Settled,
+    ctx: TaskContext,
+    entry: Parameters<typeof finishEntry>[0],
+    event: (name: string, payload: Record<string, unknown>) => Record<string, unknown>,
+    progress: () => number,
+  ): TaskOutcome {
+    const toHundred = () => {
+      if (progress() < 100) ctx.progress(100);
+    };
+    if (res.kind === 'ok') {
+      toHundred();
+      this.counters.succeeded++;
+      finishEntry(entry, 'finished');
+      const value = res.result ?? {};
+      if (Array.isArray(value)) {
+        recordEvent(entry, 'finish', value);
+        return { statusCode: 200, body: value };
+      }
+      return { statusCode: 200, body: event('finish', value) };
+    }
+    const err = res.err;
+    if (err instanceof TaskError) {
+      this.counters.failed++;
+      const payload: Record<string, unknown> = { error: err.message };
+      if (err.details) payload.details = err.details;
+      const body = event('error', payload);
+      toHundred();
+      event('finish', err.finishValue ?? {});
+      finishEntry(entry, 'finished');
+      ctx.log.error(err.message);
+      return { statusCode: 500, body };
+    }
+    // A task that threw: a bug or an unexpected store error. It fails alone.
+    this.counters.crashed++;
+    const e = err instanceof Error ? err : new Error(String(err));
+    recordException(entry, e);
+    ctx.log.error({ err: e }, 'task threw');
+    this.log.warn({ err: e, server: ctx.cn.uuid, task: ctx.task }, 'task threw');
+    const payload: Record<string, unknown> = { error: e.message };
+    if (isMockcloudError(e) && e.restCode !== 'InternalError') payload.details = { restCode: e.restCode };
+    const body = event('error', payload);
+    event('finish', {});
+    finishEntry(entry, 'failed');
+    return { statusCode: 500, body };
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * cn-agent's HTTP API for every mock CN: ONE restify 11 server, and one listening socket per
+ * mock CN whose connections are fed into it. A request belongs to the CN whose socket
+ * accepted it (the socket is tagged on accept, so a CN may have its own port, or its own
+ * loopback IP on a shared port number). Nothing here is per CN but the socket and the small
+ * CnSlot record.
+ *
+ * Routes, to the byte where consumers look (reference cn-agent-spec §2):
+ *   POST /tasks    x-server-uuid; `task` in the body or the query; `params`. The reply is held
+ *                  until the task ends: 200 result + req_id, or 500 {error, details?, req_id}.
+ *                  404 with an empty body while the CN is not registered with CNAPI or the
+ *                  header names another server; 503 while paused; 409 for a missing
+ *                  task/params or bad params; 404 for an unknown task; 400/413 for a bad body.
+ *   GET /history   the CN's last 16 tasks.
+ *   POST /pause, POST /resume   204.
+ * Every reply has `Server: Compute Node Agent`, `x-request-id` (CNAPI's, echoed),
+ * `x-response-time` and `x-server-name`.
+ */
+import net from 'node:net';
+import os from 'node:os';
+import restify from 'restify';
+import { MockcloudError, toMockcloudError } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import type { AgentAddress, MockCn } from '../../mockcn/types.js';
+import { CnSlot } from './cn-slot.js';
+import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
+import { PortAllocator, type PortRange } from './listeners.js';
+import { TaskRunner } from './runner.js';
+import { findTask } from './tasks/index.js';
+import { isPlainObject } from './tasks/params.js';
+import type { TaskEnvironment } from './types.js';
+
+export interface CnAgentServerOptions {
+  log: Logger;
+  /** Where CN sockets bind unless `attach` names an IP. */
+  bindIp: string;
+  /** Ports for CN sockets; absent means port 0 (ephemeral). */
+  portRange?: PortRange | [number, number] | undefined;
+  env: TaskEnvironment;
+  /** 3600 by default, as the real agent. */
+  taskTimeoutSeconds?: number;
+  /** Largest accepted request body; 1 MiB by default. */
+  maxBodyBytes?: number;
+  /** `x-server-name`; os.hostname() by default. */
+  hostname?: string;
+}
+
+/** Requests refused before any task ran, by reason, for `mockcloud status`. */
+export interface RejectionCounters {
+  notRegistered: number;
+  paused: number;
+  badRequest: number;
+  unknownTask: number;
+}
+
+const SERVER_NAME = 'Compute Node Agent';
+
+export class CnAgentServer {
+  readonly runner: TaskRunner;
+  readonly rejected: RejectionCounters = { notRegistered: 0, paused: 0, badRequest: 0, unknownTask: 0 };
+  private readonly log: Logger;
+  private readonly bindIp: string;
+  private readonly ports: PortAllocator;
+  private readonly maxBodyBytes: number;
+  private readonly hostname: string;
+  private readonly http: restify.Server;
+  private readonly slots = new Map<string, CnSlot>();
+  private readonly socketSlots = new WeakMap<net.Socket, CnSlot>();
+  private readonly attaching = new Set<string>();
+  private stopped = false;
+
+  constructor(opts: CnAgentServerOptions) {
+    this.log = opts.log;
+    this.bindIp = opts.bindIp;
+    this.ports = new PortAllocator(opts.portRange);
+    this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.hostname = opts.hostname ?? os.hostname();
+    this.runner = new TaskRunner({
+      log: opts.log,
+      env: opts.env,
+      ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
+    });
+    this.http = this.createRestifyServer();
+  }
+
+  /** The shared server needs no listening socket of its own; kept for the lifecycle contract. */
+  start(): void {
+    this.stopped = false;
+  }
+
+  /** Detach every CN (their running tasks are aborted and answered) and close their sockets. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
+  }
+
+  get cnCount(): number {
+    return this.slots.size;
+  }
+
+  get tasksInFlight(): number {
+    return this.runner.tasksInFlight;
+  }
+
+  /** The fault-injection seam (see faults.ts). */
+  get faults(): TaskRunner['faults'] {
+    return this.runner.faults;
+  }
+
+  stats(): Record<string, unknown> {
+    return {
+      cns: this.slots.size,
+      tasksInFlight: this.runner.tasksInFlight,
+      tasks: { ...this.runner.counters },
+      rejected: { ...this.rejected },
+      faults: this.runner.faults.size,
+    };
+  }
+
+  /** Where a CN's agent listens, if attached. */
+  addressOf(uuid: string): AgentAddress | undefined {
+    return this.slots.get(uuid)?.address;
+  }
+
+  /**
+   * Give `cn` its listening socket: `ip` (default the bind IP) and `port` (default the next
+   * free port of the range, or an ephemeral one). Sets and returns the CN's agent address.
+   */
+  async attach(cn: MockCn, opts: { ip?: string; port?: number } = {}): Promise<AgentAddress> {
+    if (this.stopped) throw new MockcloudError('ServiceUnavailable', 'cn-agent is stopped');
+    if (this.slots.has(cn.uuid) || this.attaching.has(cn.uuid)) {
+      throw new MockcloudError('Conflict', `server ${cn.uuid} is already attached`);
+    }
+    const ip = opts.ip ?? this.bindIp;
+    if (net.isIP(ip) === 0) throw new MockcloudError('InvalidArgument', `not an IP address: ${JSON.stringify(ip)}`);
+    if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535)) {
+      throw new MockcloudError('InvalidArgument', `not a port: ${JSON.stringify(opts.port)}`);
+    }
+    this.attaching.add(cn.uuid);
+    try {
+      let slot: CnSlot | undefined;
+      const listener = net.createServer((sock) => this.onConnection(slot, sock));
+      const port = await this.ports.bind(listener, ip, opts.port);
+      const family = (listener.address() as net.AddressInfo).family;
+      slot = new CnSlot(cn, listener, { ip, port }, family);
+      listener.on('error', (err) => this.log.error({ err, server: cn.uuid }, 'cn-agent listener error'));
+      this.slots.set(cn.uuid, slot);
+      cn.agentAddress = slot.address;
+      this.log.debug({ server: cn.uuid, ip, port }, 'cn-agent attached');
+      return slot.address;
+    } finally {
+      this.attaching.delete(cn.uuid);
+    }
+  }
+
+  /** Stop serving a CN: refuse new requests, abort and answer its running tasks, close its socket. */
+  async detach(uuid: string): Promise<void> {
+    const slot = this.slots.get(uuid);
+    if (!slot) return;
+    this.slots.delete(uuid);
+    slot.open = false;
+    const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
+    await slot.abortAll(this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed');
+    // Let the aborted tasks' replies go out before the connections are cut.
+    await new Promise((r) => setImmediate(r));
+    for (const sock of slot.sockets) sock.destroy();
+    await closed;
+    this.ports.release(slot.address.ip, slot.address.port);
+    this.log.debug({ server: uuid }, 'cn-agent detached');
+  }
+
+  private onConnection(slot: CnSlot | undefined, sock: net.Socket): void {
+    if (!slot || !slot.open) {
+      sock.destroy();
+      return;
+    }
+    this.socketSlots.set(sock, slot);
+    slot.sockets.add(sock);
+    sock.once('close', () => slot.sockets.delete(sock));
+    this.http.server.emit('connection', sock);
+  }
+
+  private slotOf(req: restify.Request): CnSlot | undefined {
+    const slot = this.socketSlots.get(req.socket as net.Socket);
+    return slot?.open ? slot : undefined;
+  }
+
+  // ---- HTTP
+
+  private createRestifyServer(): restify.Server {
+    const server = restify.createServer({ name: SERVER_NAME, log: this.log.child({ component: 'cn-agent-http' }) });
+    server.pre(restify.plugins.pre.reqIdHeaders({ headers: [] }));
+    server.pre((req, res, next) => {
+      const started = Date.now();
+      res.header('x-request-id', req.getId());
+      res.once('header', () => {
+        res.header('x-response-time', Date.now() - started);
+        res.header('x-server-name', this.hostname);
+      });
+      next();
+    });
+    server.use(restify.plugins.queryParser({ mapParams: false }));
+
+    server.post('/tasks', (req, res, next) => {
+      this.postTask(req, res).then(
+        () => next(),
+        (err: unknown) => {
+          this.log.error({ err }, 'POST /tasks failed');
+          if (!res.headersSent) sendError(res, toMockcloudError(err));
+          next();
+        },
+      );
+    });
+    server.get('/history', (req, res, next) => {
+      res.send(200, this.slotOf(req)?.history.entries ?? []);
+      next();
+    });
+    server.post('/pause', (req, res, next) => {
+      const slot = this.slotOf(req);
+      if (slot) slot.cn.draining = true;
+      res.send(204);
+      next();
+    });
+    server.post('/resume', (req, res, next) => {
+      const slot = this.slotOf(req);
+      if (slot) slot.cn.draining = false;
+      res.send(204);
+      next();
+    });
+    return server;
+  }
+
+  private async postTask(req: restify.Request, res: restify.Response): Promise<void> {
+    const slot = this.slotOf(req);
+    const header = req.headers['x-server-uuid'];
+    const target = Array.isArray(header) ? header[0] : header;
+    if (!slot || !slot.cn.registered || (target !== undefined && target !== slot.cn.uuid)) {
+      // The real agent has no handler for that uuid (yet): 404 with no body at all.
+      this.rejected.notRegistered++;
+      res.header('content-length', 0);
+      res.send(404);
+      return;
+    }
+    if (slot.cn.draining) {
+      this.rejected.paused++;
+      sendError(res, new MockcloudError('ServiceUnavailable', 'CN Agent is not accepting tasks for maintenance'));
+      return;
+    }
+
+    let body: Record<string, unknown>;
+    try {
+      body = await readJsonObjectBody(req, this.maxBodyBytes);
+    } catch (err) {
+      this.rejected.badRequest++;
+      const e = toMockcloudError(err);
+      if (e.code === 'RequestEntityTooLarge') res.header('connection', 'close');
+      sendError(res, e);
+      return;
+    }
+
+    const query = isPlainObject(req.query) ? req.query : {};
+    // restify 4 merged the query into params first and the body did not override it.
+    const task = query.task !== undefined ? query.task : body.task;
+    const bad = (message: string) => {
+      this.rejected.badRequest++;
+      sendError(res, new MockcloudError('InvalidArgument', message));
+    };
+    if (task === undefined) return bad("Missing key 'task'");
+    if (typeof task !== 'string') return bad('task must be a string');
+    if (!Object.hasOwn(body, 'params')) return bad("Missing key 'params'");
+    if (!isPlainObject(body.params)) return bad('params must be an object');
+    const def = findTask(task);
+    if (!def) {
+      this.rejected.unknownTask++;
+      sendError(res, new MockcloudError('ResourceNotFound', `Unknown task, '${task.slice(0, 200)}'`));
+      return;
+    }
+    let prepared;
+    try {
+      prepared = def.prepare(body.params);
+    } catch (err) {
+      this.rejected.badRequest++;
+      sendError(res, toMockcloudError(err));
+      return;
+    }
+    const outcome = await this.runner.run({ slot, task: def, prepared, params: body.params, reqId: req.getId() });
+    res.send(outcome.statusCode, outcome.body);
+  }
+}
+
+function sendError(res: restify.Response, err: MockcloudError): void {
+  res.send(err.statusCode, err.toBody());
+}

@@ -1,0 +1,121 @@
+/**
+ * The server tasks: server_sysinfo, server_reboot and server_update_nics. The two writers
+ * rewrite sysinfo.json durably and then have the CN re-read it and register it with CNAPI
+ * again (`cn.reloadSysinfo()`), as the real agent's sysinfo file watcher does.
+ */
+import { defineTask, TaskError } from '../types.js';
+import { invalid, isPlainObject } from './params.js';
+import { readCnSysinfo, withAgentAddress, writeCnSysinfo } from './sysinfo-file.js';
+import { messageOf } from './vm-common.js';
+
+export const serverSysinfo = defineTask<Record<string, never>>({
+  name: 'server_sysinfo',
+  queue: 'server_tasks',
+  validate: () => ({}),
+  async run(ctx) {
+    try {
+      return { sysinfo: withAgentAddress(await readCnSysinfo(ctx.cn), ctx.cn) };
+    } catch (err) {
+      // The dummy nested the error object here; a message string is what consumers read.
+      throw new TaskError(messageOf(err));
+    }
+  },
+});
+
+/**
+ * server_reboot: the CN "reboots" at once: "Boot Time" becomes now (epoch seconds, a string
+ * as in the original template) and the new sysinfo is registered. The VMs are left as they
+ * are, as the original mock did.
+ */
+export const serverReboot = defineTask<Record<string, never>>({
+  name: 'server_reboot',
+  queue: 'server_tasks',
+  locks: ['sysinfo'],
+  validate: () => ({}),
+  async run(ctx) {
+    try {
+      const sysinfo = await readCnSysinfo(ctx.cn);
+      sysinfo['Boot Time'] = String(Math.floor(Date.now() / 1000));
+      ctx.progress(50);
+      await writeCnSysinfo(ctx.cn, sysinfo);
+    } catch (err) {
+      throw new TaskError(messageOf(err));
+    }
+    await reload(ctx.cn, ctx.log);
+    return {};
+  },
+});
+
+interface NicUpdate {
+  mac: string;
+  tags?: string[];
+}
+
+const NIC_TAG_RE = /^[A-Za-z0-9_]{1,31}$/;
+
+function normalizeMac(mac: string): string {
+  return mac
+    .toLowerCase()
+    .split(':')
+    .map((o) => o.padStart(2, '0'))
+    .join(':');
+}
+
+export const serverUpdateNics = defineTask<{ nics: NicUpdate[] }>({
+  name: 'server_update_nics',
+  queue: 'server_nic_tasks',
+  locks: ['sysinfo'],
+  validate: (p) => {
+    if (!Array.isArray(p.nics)) throw invalid(p.nics === undefined ? "Missing key 'nics' in params" : 'params.nics must be an array');
+    const nics = p.nics.map((n, i): NicUpdate => {
+      if (!isPlainObject(n) || typeof n.mac !== 'string' || !/^[0-9a-f]{1,2}(:[0-9a-f]{1,2}){5}$/i.test(n.mac)) {
+        throw invalid(`params.nics[${i}] must be an object with a MAC address in "mac"`);
+      }
+      const tags = n.nic_tags_provided;
+      if (tags === undefined || tags === null) return { mac: normalizeMac(n.mac) };
+      if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string' && NIC_TAG_RE.test(t))) {
+        throw invalid(`params.nics[${i}].nic_tags_provided must be an array of NIC tag names`);
+      }
+      return { mac: normalizeMac(n.mac), tags: tags as string[] };
+    });
+    return { nics };
+  },
+  async run(ctx, p) {
+    let changed = false;
+    let sysinfo;
+    try {
+      sysinfo = await readCnSysinfo(ctx.cn);
+      const byMac = new Map<string, string>();
+      for (const [name, iface] of Object.entries(sysinfo['Network Interfaces'] ?? {})) {
+        if (typeof iface?.['MAC Address'] === 'string') byMac.set(normalizeMac(iface['MAC Address']), name);
+      }
+      for (const nic of p.nics) {
+        const name = byMac.get(nic.mac);
+        if (!name) {
+          ctx.log.warn('no interface with MAC %s on this server', nic.mac);
+          continue;
+        }
+        if (!nic.tags) continue;
+        const iface = sysinfo['Network Interfaces'][name]!;
+        if (JSON.stringify(iface['NIC Names']) === JSON.stringify(nic.tags)) continue;
+        ctx.log.info({ interface: name, old: iface['NIC Names'], new: nic.tags }, 'updating NIC Names');
+        iface['NIC Names'] = [...nic.tags];
+        changed = true;
+      }
+      if (changed) await writeCnSysinfo(ctx.cn, sysinfo);
+    } catch (err) {
+      throw new TaskError(messageOf(err));
+    }
+    if (changed) await reload(ctx.cn, ctx.log);
+    return { sysinfo: withAgentAddress(sysinfo, ctx.cn) };
+  },
+});
+
+/** Have the CN pick up its rewritten sysinfo; the file is already durable, so a failure only logs. */
+async function reload(cn: { reloadSysinfo(): Promise<void> }, log: { warn(...a: unknown[]): void }): Promise<void> {
+  try {
+    await cn.reloadSysinfo();
+  } catch (err) {
+    log.warn({ err }, 'sysinfo written but not reloaded');
+  }
+}

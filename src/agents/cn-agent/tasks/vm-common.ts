@@ -1,0 +1,69 @@
+/**
+ * What the machine_* tasks share: turning a vmadm (VmStore) failure into the task error the
+ * real agent reports (`'<op> error: <message>'`, with `details.restCode` when vmadm gave one,
+ * which CNAPI maps, e.g. VmNotFound → 404), and the VM load that ends most tasks.
+ */
+import { isMockcloudError } from '../../../common/errors.js';
+import type { Vm } from '../../../vmadm/types.js';
+import { TaskError, type TaskContext } from '../types.js';
+
+/** restCodes vmadm sets on purpose (not the generic catalogue codes). */
+const MEANINGFUL_REST_CODES = new Set(['VmNotFound', 'SnapshotNotFound', 'EALREADYRUNNING', 'ENOTRUNNING', 'ESRCH']);
+
+export function restCodeOf(err: unknown): string | undefined {
+  if (!isMockcloudError(err)) return undefined;
+  if (err.restCode !== err.code || MEANINGFUL_REST_CODES.has(err.restCode)) return err.restCode;
+  return undefined;
+}
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** `<what> error: <message>` with `{restCode}` details when known, like the real tasks. */
+export function vmadmError(what: string, err: unknown): TaskError {
+  const restCode = restCodeOf(err);
+  return new TaskError(`${what} error: ${messageOf(err)}`, restCode ? { restCode } : undefined);
+}
+
+export function isVmNotFound(err: unknown): boolean {
+  return restCodeOf(err) === 'VmNotFound' || / No such zone$/.test(messageOf(err));
+}
+
+/** The VM as it is now (DNI VMs included: a task on a VM must find it). */
+export async function loadVm(ctx: TaskContext, uuid: string, what = 'vmadm.load'): Promise<Vm> {
+  try {
+    return await ctx.cn.vms.load(uuid, { include_dni: true });
+  } catch (err) {
+    throw vmadmError(what, err);
+  }
+}
+
+/** Run a store operation, reporting its failure the real way. */
+export async function vmadmCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw vmadmError(what, err);
+  }
+}
+
+/**
+ * vmadm start on a running VM (EALREADYRUNNING), stop/kill on a stopped one (ENOTRUNNING,
+ * ESRCH): what `idempotent` tasks ignore.
+ */
+export function isAlreadyRunning(err: unknown): boolean {
+  return restCodeOf(err) === 'EALREADYRUNNING' || /is already 'running'/.test(messageOf(err));
+}
+
+export function isNotRunning(err: unknown): boolean {
+  const code = restCodeOf(err);
+  if (code === 'ENOTRUNNING' || code === 'ESRCH') return true;
+  const msg = messageOf(err);
+  return /already not 'running'|must be "running"|Cannot find running init PID/.test(msg);
+}
+
+/** The uuid-keyed locks of a task on one VM. */
+export function vmLock(params: { uuid: string }): string[] {
+  return [params.uuid];
+}

@@ -1,0 +1,137 @@
+/**
+ * The shapes shared by cn-agent's HTTP layer, its task runner and the tasks themselves.
+ *
+ * A task is defined once (tasks/*.ts) as a `TaskDefinition`: a name, a validator that types
+ * the raw `params` at the edge (bad input is a 409 before anything runs), the VMs it must be
+ * serialised against, and `run`, which gets a `TaskContext` and returns the finish value.
+ * Failing the way a real task's `fatal()` does is `throw new TaskError(message, details)`.
+ */
+import type { JsonHttpClient } from '../../common/http-client.js';
+import type { Logger } from '../../common/log.js';
+import type { MockCn } from '../../mockcn/types.js';
+
+/** What every task may use besides its CN: shared, never per CN. */
+export interface TaskEnvironment {
+  log: Logger;
+  /** The daemon's one outbound client (and its keep-alive agent, for binary downloads). */
+  http: JsonHttpClient;
+  /** IMGAPI base URL for agent_install, image_ensure_present and image_get. */
+  imgapiUrl?: string | undefined;
+  cnapiUrl?: string | undefined;
+  /** KBMAPI base URL for recovery_config; without it the KBMAPI update is skipped. */
+  kbmapiUrl?: string | undefined;
+  dataDir?: string | undefined;
+  /** Where agent_install stages downloads; os.tmpdir() by default. */
+  tmpDir?: string | undefined;
+}
+
+export type TaskParams = Record<string, unknown>;
+
+/**
+ * A task's finish value. An object gets `req_id` added before it is sent; an array (the zfs
+ * listings) is sent as it is, as the real agent's JSON encoding of an array does.
+ */
+export type TaskResult = Record<string, unknown> | unknown[];
+
+/** The log a task writes: bunyan-style calls, kept in its log file and its history entry. */
+export interface TaskLog {
+  trace(...args: unknown[]): void;
+  debug(...args: unknown[]): void;
+  info(...args: unknown[]): void;
+  warn(...args: unknown[]): void;
+  error(...args: unknown[]): void;
+}
+
+/** An image this CN has "installed" (imported): what image_get answers with. */
+export interface InstalledImage {
+  uuid: string;
+  manifest: Record<string, unknown>;
+}
+
+/** Small per-CN state the tasks keep beside the CN's files (in memory; see docs in tasks). */
+export interface CnTaskState {
+  images: Map<string, InstalledImage>;
+  overprovisionRatio?: string;
+}
+
+export interface TaskContext {
+  readonly cn: MockCn;
+  readonly task: string;
+  /** The params exactly as they came; `run` also gets them validated and typed. */
+  readonly rawParams: TaskParams;
+  /** CNAPI's x-request-id (or our own id when it sent none). */
+  readonly reqId: string;
+  readonly env: TaskEnvironment;
+  readonly log: TaskLog;
+  /** Aborted when the task times out or the CN is detached; long waits must observe it. */
+  readonly signal: AbortSignal;
+  /** Where this CN's cn-agent listens, like the real task's `req.serverAddress`. */
+  readonly serverAddress: { address: string; family: string; port: number };
+  readonly state: CnTaskState;
+  /** Emit a `progress` event. */
+  progress(value: number): void;
+  /** Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps. */
+  step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>): Promise<T>;
+  /** Serialise with other tasks on this VM for the duration of `fn`. */
+  withVmLock<T>(vmUuid: string, fn: () => Promise<T>): Promise<T>;
+  /** Wait `ms`, or reject when the task is aborted. */
+  sleep(ms: number): Promise<void>;
+}
+
+export interface TaskDefinition<P> {
+  name: string;
+  /** The real agent's queue name (informational, shown in logs). */
+  queue: string;
+  /** Check and type the params; throw MockcloudError('InvalidArgument', ...) on bad input. */
+  validate(params: TaskParams): P;
+  /** VM uuids this task must not overlap with (held for the whole task). */
+  vmLocks?(params: P): string[];
+  /** Other exclusive keys (e.g. 'agents', 'sysinfo') held for the whole task. */
+  locks?: readonly string[];
+  /** The task may change VMs: send a status report soon after it ends. */
+  changesVms?: boolean;
+  run(ctx: TaskContext, params: P): Promise<TaskResult | undefined>;
+}
+
+/** A task definition with its params type erased, ready for the registry. */
+export interface RegisteredTask {
+  readonly name: string;
+  readonly queue: string;
+  readonly changesVms: boolean;
+  prepare(params: TaskParams): PreparedTask;
+}
+
+export interface PreparedTask {
+  /** Lock keys, VM uuids and named keys together. */
+  readonly locks: string[];
+  run(ctx: TaskContext): Promise<TaskResult | undefined>;
+}
+
+export function defineTask<P>(def: TaskDefinition<P>): RegisteredTask {
+  return {
+    name: def.name,
+    queue: def.queue,
+    changesVms: def.changesVms === true,
+    prepare(raw: TaskParams): PreparedTask {
+      const params = def.validate(raw);
+      const locks = [...(def.vmLocks?.(params).map((u) => `vm:${u}`) ?? []), ...(def.locks ?? [])];
+      return { locks, run: (ctx) => def.run(ctx, params) };
+    },
+  };
+}
+
+/**
+ * A task failing the way the real agent's `fatal(msg, details, finishValue)` does: an `error`
+ * event `{error, details?}` then `finish`, and a 500 `{error, details?, req_id}` reply.
+ */
+export class TaskError extends Error {
+  constructor(
+    message: string,
+    readonly details?: Record<string, unknown>,
+    /** The finish value recorded in history (the reply is still the error). */
+    readonly finishValue?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'TaskError';
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * How CLI commands reach the running daemon: `<data-dir>/daemon.json` names its control API;
+ * the answer is checked (pid alive, API answering) so a stopped daemon gives a clear error.
+ */
+import path from 'node:path';
+import { defaultDataDir } from '../daemon/config.js';
+import { daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from '../daemon/daemon-json.js';
+
+export class CliError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** The data dir of a client command: --data-dir, else MOCKCLOUD_DATA_DIR, else the default. */
+export function clientDataDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(flag || env.MOCKCLOUD_DATA_DIR || defaultDataDir());
+}
+
+export interface ControlAnswer<T> {
+  status: number;
+  body: T;
+}
+
+export class DaemonClient {
+  constructor(readonly info: DaemonJson) {}
+
+  get url(): string {
+    return this.info.control.url;
+  }
+
+  async request<T = unknown>(method: string, urlPath: string, body?: unknown, timeoutMs = 600_000): Promise<ControlAnswer<T>> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.url}${urlPath}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      throw new CliError(
+        `cannot reach the mockcloud daemon at ${this.url} (pid ${this.info.pid}): ${(err as Error).cause ? String((err as Error).cause) : (err as Error).message}`,
+      );
+    }
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    if (text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: res.status, body: parsed as T };
+  }
+
+  /** Like request, but a non-2xx answer is a CliError with the daemon's message. */
+  async call<T = unknown>(method: string, urlPath: string, body?: unknown): Promise<T> {
+    const res = await this.request<T>(method, urlPath, body);
+    if (res.status < 200 || res.status >= 300) {
+      const b = res.body as { code?: string; message?: string } | undefined;
+      throw new CliError(`${method} ${urlPath}: ${b?.message ?? `HTTP ${res.status}`}${b?.code ? ` (${b.code})` : ''}`);
+    }
+    return res.body;
+  }
+}
+
+/** The running daemon of a data dir, or a CliError saying why there is none. */
+export async function findDaemon(dataDir: string): Promise<DaemonClient> {
+  const info = await readDaemonJson(dataDir);
+  if (!info) {
+    throw new CliError(
+      `no mockcloud daemon is running for ${dataDir} (no ${path.basename(daemonJsonPath(dataDir))} there); ` +
+        `start one with: mockcloud daemon --data-dir ${dataDir}`,
+    );
+  }
+  if (!isProcessAlive(info.pid)) {
+    throw new CliError(
+      `the mockcloud daemon for ${dataDir} is not running (pid ${info.pid} is gone; stale daemon.json); ` +
+        `start one with: mockcloud daemon --data-dir ${dataDir}`,
+    );
+  }
+  return new DaemonClient(info);
+}

@@ -1,0 +1,120 @@
+/**
+ * The one outbound HTTP client of the daemon: JSON over one keep-alive agent, shared by every
+ * mock CN's traffic to CNAPI, VMAPI and NAPI. Per-request headers (User-Agent with the server
+ * uuid, x-request-id) come from the caller.
+ */
+import http from 'node:http';
+import { MockcloudError } from './errors.js';
+
+export interface HttpResponse<T = unknown> {
+  statusCode: number;
+  headers: http.IncomingHttpHeaders;
+  /** Parsed JSON when the body is JSON; the raw text otherwise; undefined when empty. */
+  body: T;
+}
+
+export interface HttpRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'HEAD';
+  /** Absolute URL, e.g. `http://127.0.0.1:8080/servers/<uuid>/events/heartbeat`. */
+  url: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** A non-2xx answer; `body` is the peer's error body (restify-style when it is Triton). */
+export class HttpStatusError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly body: unknown,
+    readonly request: { method: string; url: string },
+  ) {
+    const code = (body as { code?: string } | undefined)?.code;
+    const msg = (body as { message?: string } | undefined)?.message;
+    super(`${request.method} ${request.url}: ${statusCode}${code ? ` ${code}` : ''}${msg ? `: ${msg}` : ''}`);
+    this.name = 'HttpStatusError';
+  }
+
+  get restCode(): string | undefined {
+    return (this.body as { code?: string } | undefined)?.code;
+  }
+}
+
+export interface HttpClientOptions {
+  maxSockets?: number;
+  timeoutMs?: number;
+  userAgent?: string;
+}
+
+export class JsonHttpClient {
+  readonly agent: http.Agent;
+  private readonly timeoutMs: number;
+  private readonly userAgent: string;
+  /** Counters for `mockcloud status`. */
+  stats = { requests: 0, errors: 0 };
+
+  constructor(opts: HttpClientOptions = {}) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
+    this.timeoutMs = opts.timeoutMs ?? 5000;
+    this.userAgent = opts.userAgent ?? 'mockcloud';
+  }
+
+  /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
+  request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
+    this.stats.requests++;
+    const payload = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': this.userAgent,
+      ...req.headers,
+    };
+    if (payload) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(payload.length);
+    }
+    return new Promise((resolve, reject) => {
+      const r = http.request(req.url, { method: req.method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => {
+          this.stats.errors++;
+          reject(err);
+        });
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = undefined;
+          if (text.length > 0) {
+            try {
+              body = JSON.parse(text);
+            } catch {
+              body = text;
+            }
+          }
+          resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: body as T });
+        });
+      });
+      r.setTimeout(req.timeoutMs ?? this.timeoutMs, () => {
+        r.destroy(new MockcloudError('GatewayTimeout', `${req.method} ${req.url}: timed out`));
+      });
+      r.on('error', (err) => {
+        this.stats.errors++;
+        reject(err);
+      });
+      r.end(payload);
+    });
+  }
+
+  /** Like `request`, but a non-2xx answer rejects with HttpStatusError. */
+  async call<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
+    const res = await this.request<T>(req);
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      this.stats.errors++;
+      throw new HttpStatusError(res.statusCode, res.body, { method: req.method, url: req.url });
+    }
+    return res;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

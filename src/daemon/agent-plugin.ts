@@ -1,0 +1,63 @@
+/**
+ * The seam through which the daemon hosts per-CN agents other than cn-agent's task server
+ * (vm-agent, net-agent, cmon-agent; src/agents/*). A plug-in is ONE object for the whole
+ * fleet: it keeps a small per-CN record in `attach` and does all periodic work through the
+ * shared scheduler and all outbound HTTP through the shared client, never a timer, socket
+ * or HTTP agent per CN.
+ *
+ * Lifecycle, as the daemon drives it:
+ *   start()            once, before any attach (bind shared listeners here);
+ *   attach(cn)         for every CN loaded at start and every CN created later;
+ *   detach(uuid)       when a CN is removed (its files may be gone right after);
+ *   stop()             once, at shutdown; release every timer and socket.
+ */
+import type { JsonHttpClient } from '../common/http-client.js';
+import type { Logger } from '../common/log.js';
+import type { MockCn } from '../mockcn/types.js';
+import type { Scheduler } from './scheduler.js';
+
+/** The Triton API addresses a plug-in talks to (absolute base URLs, no trailing slash). */
+export interface ServiceUrls {
+  cnapi?: string;
+  vmapi?: string;
+  napi?: string;
+  imgapi?: string;
+}
+
+/** What a plug-in may read of the fleet: the CNs currently hosted by the daemon. */
+export interface FleetView {
+  get(uuid: string): MockCn | undefined;
+  list(): MockCn[];
+  readonly size: number;
+}
+
+/** Everything a plug-in gets from the daemon: shared resources only. */
+export interface AgentPluginContext {
+  log: Logger;
+  scheduler: Scheduler;
+  http: JsonHttpClient;
+  urls: ServiceUrls;
+  fleet: FleetView;
+  /** The IP the daemon binds agent listeners to (e.g. 127.0.0.1 in tests, 0.0.0.0 on a host). */
+  bindIp: string;
+  /** `<data-dir>`, for plug-ins that persist state beside the server dirs. */
+  dataDir: string;
+  /** Count an error by kind for `mockcloud status` (e.g. 'vm-agent.vmapi'). */
+  countError(kind: string): void;
+}
+
+export interface CnAgentPlugin {
+  /** Short, unique: 'vm-agent', 'net-agent', 'cmon-agent'. */
+  readonly name: string;
+  start(): Promise<void> | void;
+  stop(): Promise<void> | void;
+  /** Begin serving this CN. Must not throw for one bad CN; log and count instead. */
+  attach(cn: MockCn): void;
+  /** Stop serving this CN and drop its per-CN state. Unknown uuids are ignored. */
+  detach(uuid: string): void;
+  /** Optional counters merged into the control API's status output under `agents.<name>`. */
+  stats?(): Record<string, number>;
+}
+
+/** A plug-in is built from the context once the daemon's shared resources exist. */
+export type CnAgentPluginFactory = (ctx: AgentPluginContext) => CnAgentPlugin;

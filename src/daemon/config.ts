@@ -1,0 +1,318 @@
+/**
+ * The daemon's configuration. Every setting is looked up in this order, first hit wins:
+ *
+ *   1. a command-line flag           (--cnapi-url ...)
+ *   2. an environment variable       (MOCKCLOUD_CNAPI_URL ...)
+ *   3. the config file               (--config / MOCKCLOUD_CONFIG, else <data-dir>/config.json)
+ *   4. SmartOS mdata (`mdata-get`)   (sdc:datacenter_name, dnsDomain, ufdsAdmin, sdc:nics, mockcloudRoot)
+ *   5. the default
+ *
+ * The Triton API URLs not given explicitly (1-3) are derived from the datacenter name and DNS
+ * domain when both are known, as the original agents did: http://cnapi.<dc>.<domain>.
+ * The data dir cannot come from the config file (the file lives in it), except through --config.
+ */
+import { promises as fsp, existsSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { MockcloudError } from '../common/errors.js';
+import { isUuid } from '../common/uuid.js';
+import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
+import type { ServiceUrls } from './agent-plugin.js';
+import type { MdataReader } from './mdata.js';
+
+const require = createRequire(import.meta.url);
+const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
+
+/** The admin user of a COAL / dev DC: the NIC owner when no `ufdsAdmin` is configured. */
+export const DEFAULT_ADMIN_UUID = '930896af-bf8c-48d4-885c-6573a94b1853';
+export const DEFAULT_DATACENTER_NAME = 'mockcloud';
+export const DEFAULT_BIND_IP = '127.0.0.1';
+/** Used when the host is not SmartOS (there, "Live Image" comes from `uname -v`, as the original). */
+export const DEFAULT_PLATFORM = '20210826T002459Z';
+
+export interface DaemonConfig {
+  dataDir: string;
+  /** IP the mock CNs' cn-agent sockets bind to (their "CN Agent IP"). */
+  bindIp: string;
+  /** Ports for the mock CNs' sockets; absent = ephemeral (port 0), like the original. */
+  portRange?: [number, number];
+  /** The control API's port on 127.0.0.1; 0 = ephemeral (daemon.json says which). */
+  controlPort: number;
+  urls: ServiceUrls;
+  datacenterName: string;
+  dnsDomain?: string;
+  /** Owner of the admin NICs created for new CNs (mdata ufdsAdmin). */
+  adminUuid: string;
+  /** "Live Image" of new CNs whose profile names none. */
+  platform: string;
+  logFile?: string;
+  logLevel?: string;
+  /** The config file that was read, if any. */
+  configFile?: string;
+  /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
+  timings?: Partial<ReporterTimings>;
+  /** Where each setting came from, for `GET /config` and the start-up log. */
+  sources: Record<string, ConfigSource>;
+}
+
+export type ConfigSource = 'flag' | 'env' | 'file' | 'mdata' | 'derived' | 'default';
+
+/** One row per setting: its flag, environment variable and config file key. */
+export const SETTINGS = [
+  { key: 'dataDir', flag: 'data-dir', env: 'MOCKCLOUD_DATA_DIR', help: 'the data dir holding servers/<uuid>/' },
+  { key: 'cnapiUrl', flag: 'cnapi-url', env: 'MOCKCLOUD_CNAPI_URL', help: 'CNAPI base URL' },
+  { key: 'vmapiUrl', flag: 'vmapi-url', env: 'MOCKCLOUD_VMAPI_URL', help: 'VMAPI base URL' },
+  { key: 'napiUrl', flag: 'napi-url', env: 'MOCKCLOUD_NAPI_URL', help: 'NAPI base URL' },
+  { key: 'imgapiUrl', flag: 'imgapi-url', env: 'MOCKCLOUD_IMGAPI_URL', help: 'IMGAPI base URL' },
+  { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
+  { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
+  { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
+  { key: 'datacenterName', flag: 'datacenter-name', env: 'MOCKCLOUD_DATACENTER_NAME', help: 'sysinfo "Datacenter Name" of new CNs' },
+  { key: 'dnsDomain', flag: 'dns-domain', env: 'MOCKCLOUD_DNS_DOMAIN', help: 'DNS domain for derived API URLs' },
+  { key: 'adminUuid', flag: 'admin-uuid', env: 'MOCKCLOUD_ADMIN_UUID', help: 'owner of new admin NICs (mdata ufdsAdmin)' },
+  { key: 'platform', flag: 'platform', env: 'MOCKCLOUD_PLATFORM', help: 'sysinfo "Live Image" of new CNs' },
+  { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: stderr)' },
+  { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
+] as const;
+
+export type SettingKey = (typeof SETTINGS)[number]['key'];
+export type RawSettings = Partial<Record<SettingKey, string | number>>;
+
+export interface ConfigInputs {
+  flags?: RawSettings & { config?: string };
+  env?: NodeJS.ProcessEnv;
+  mdata: MdataReader;
+}
+
+const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings']);
+
+export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig> {
+  const flags = inputs.flags ?? {};
+  const env = inputs.env ?? {};
+  const sources: Record<string, ConfigSource> = {};
+
+  const fromEnv = (key: SettingKey): string | undefined => {
+    const s = SETTINGS.find((x) => x.key === key)!;
+    const v = env[s.env];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const fromFlag = (key: SettingKey): string | undefined => {
+    const v = flags[key];
+    return v === undefined || v === '' ? undefined : String(v);
+  };
+
+  // The data dir first: it locates the config file.
+  let dataDir = fromFlag('dataDir') ?? fromEnv('dataDir');
+  sources.dataDir = fromFlag('dataDir') !== undefined ? 'flag' : dataDir !== undefined ? 'env' : 'default';
+  const explicitFile = (flags.config ?? env.MOCKCLOUD_CONFIG) || undefined;
+  let file: Record<string, unknown> = {};
+  let configFile: string | undefined;
+  if (explicitFile) {
+    configFile = path.resolve(explicitFile);
+    file = await readConfigFile(configFile, true);
+    if (dataDir === undefined && typeof file.dataDir === 'string') {
+      dataDir = file.dataDir;
+      sources.dataDir = 'file';
+    }
+  }
+  if (dataDir === undefined) {
+    const root = await inputs.mdata('mockcloudRoot');
+    if (root) {
+      dataDir = root;
+      sources.dataDir = 'mdata';
+    }
+  }
+  dataDir = path.resolve(dataDir ?? defaultDataDir());
+  if (!explicitFile) {
+    const candidate = path.join(dataDir, 'config.json');
+    const read = await readConfigFile(candidate, false);
+    if (read !== undefined) {
+      file = read;
+      configFile = candidate;
+    }
+  }
+
+  const lookup = async (key: SettingKey, mdataKey?: string): Promise<string | undefined> => {
+    const f = fromFlag(key);
+    if (f !== undefined) return ((sources[key] = 'flag'), f);
+    const e = fromEnv(key);
+    if (e !== undefined) return ((sources[key] = 'env'), e);
+    const c = file[key];
+    if (c !== undefined && c !== null && c !== '') return ((sources[key] = 'file'), String(c));
+    if (mdataKey) {
+      const m = await inputs.mdata(mdataKey);
+      if (m !== undefined) return ((sources[key] = 'mdata'), m);
+    }
+    return undefined;
+  };
+
+  const datacenterName = (await lookup('datacenterName', 'sdc:datacenter_name')) ?? DEFAULT_DATACENTER_NAME;
+  sources.datacenterName ??= 'default';
+  const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
+  const urls: ServiceUrls = {};
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+    const key = `${svc}Url` as const;
+    let url = await lookup(key);
+    if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {
+      url = `http://${svc}.${datacenterName}.${dnsDomain}`;
+      sources[key] = 'derived';
+    }
+    if (url !== undefined) urls[svc] = validateUrl(key, url);
+  }
+
+  let bindIp = await lookup('bindIp');
+  if (bindIp === undefined) {
+    const nics = await inputs.mdata('sdc:nics');
+    const ip = nics ? adminIpFromNicsJson(nics) : undefined;
+    if (ip) {
+      bindIp = ip;
+      sources.bindIp = 'mdata';
+    }
+  }
+  bindIp ??= ((sources.bindIp = 'default'), DEFAULT_BIND_IP);
+  if (net.isIP(bindIp) === 0) throw invalid('bindIp', `bind IP ${JSON.stringify(bindIp)} is not an IP address`);
+
+  const portRangeText = await lookup('portRange');
+  const controlPortText = await lookup('controlPort');
+  const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
+  if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
+  const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
+  const logFile = await lookup('logFile');
+  const logLevel = await lookup('logLevel');
+  if (logLevel !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
+    throw invalid('logLevel', `log level ${JSON.stringify(logLevel)} is not one of trace, debug, info, warn, error, fatal`);
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(datacenterName)) {
+    throw invalid('datacenterName', `datacenter name ${JSON.stringify(datacenterName)} is not a DNS label`);
+  }
+
+  const config: DaemonConfig = {
+    dataDir,
+    bindIp,
+    controlPort: controlPortText === undefined ? ((sources.controlPort = 'default'), 0) : parsePort('controlPort', controlPortText, true),
+    urls,
+    datacenterName,
+    adminUuid: adminUuid.toLowerCase(),
+    platform,
+    sources,
+  };
+  if (portRangeText !== undefined) config.portRange = parsePortRange(portRangeText);
+  if (dnsDomain !== undefined) config.dnsDomain = dnsDomain;
+  if (logFile !== undefined) config.logFile = path.resolve(logFile);
+  if (logLevel !== undefined) config.logLevel = logLevel;
+  if (configFile !== undefined) config.configFile = configFile;
+  if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  return config;
+}
+
+/** `/data/mockcloud` in a mockcloud0 zone (the delegated dataset), else ~/.mockcloud. */
+export function defaultDataDir(): string {
+  return existsSync('/data/mockcloud') ? '/data/mockcloud' : path.join(os.homedir(), '.mockcloud');
+}
+
+/** The platform stamp of a SmartOS host (`joyent_20210826T002459Z` → `20210826T002459Z`). */
+export function hostPlatform(): string {
+  const m = /joyent_(\S+)/.exec(os.version());
+  return m ? m[1]! : DEFAULT_PLATFORM;
+}
+
+async function readConfigFile(file: string, required: boolean): Promise<Record<string, unknown>>;
+async function readConfigFile(file: string, required: false): Promise<Record<string, unknown> | undefined>;
+async function readConfigFile(file: string, required: boolean): Promise<Record<string, unknown> | undefined> {
+  let text: string;
+  try {
+    text = await fsp.readFile(file, 'utf8');
+  } catch (err) {
+    if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new MockcloudError('InvalidArgument', `cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new MockcloudError('InvalidArgument', `config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new MockcloudError('InvalidArgument', `config file ${file} must hold a JSON object`);
+  }
+  const unknown = Object.keys(value).filter((k) => !FILE_KEYS.has(k));
+  if (unknown.length > 0) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `config file ${file}: unknown key(s) ${unknown.join(', ')}; known: ${[...FILE_KEYS].join(', ')}`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function adminIpFromNicsJson(text: string): string | undefined {
+  try {
+    const nics = JSON.parse(text) as unknown;
+    return Array.isArray(nics) ? netconfig.adminIpFromNicsArray(nics) || undefined : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function invalid(key: string, message: string): MockcloudError {
+  const s = SETTINGS.find((x) => x.key === key);
+  return new MockcloudError('InvalidArgument', s ? `${message} (--${s.flag} / ${s.env})` : message);
+}
+
+function validateUrl(key: SettingKey, url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid(key, `${JSON.stringify(url)} is not a URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw invalid(key, `${JSON.stringify(url)} is not an http(s) URL`);
+  }
+  return url.replace(/\/+$/, '');
+}
+
+function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isInteger(n) || n > 65535 || (!zeroOk && n === 0)) {
+    throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
+  }
+  return n;
+}
+
+export function parsePortRange(text: string): [number, number] {
+  const m = /^\s*(\d+)\s*[-:]\s*(\d+)\s*$/.exec(text);
+  if (!m) throw invalid('portRange', `port range ${JSON.stringify(text)} is not LO-HI`);
+  const lo = parsePort('portRange', m[1]!, false);
+  const hi = parsePort('portRange', m[2]!, false);
+  if (lo > hi) throw invalid('portRange', `port range ${text}: ${lo} is above ${hi}`);
+  return [lo, hi];
+}
+
+const TIMING_KEYS = ['heartbeatIntervalMs', 'statusIntervalMs', 'statusThrottleMs', 'requestTimeoutMs', 'startSpreadMs'] as const;
+
+function validateTimings(value: unknown): Partial<ReporterTimings> {
+  if (typeof value !== 'object' || value === null) throw new MockcloudError('InvalidArgument', 'config "timings" must be an object');
+  const out: Partial<ReporterTimings> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === 'sysinfoBackoff') {
+      const b = v as Record<string, unknown>;
+      const backoff: Record<string, number> = {};
+      for (const bk of ['minMs', 'maxMs', 'factor', 'jitter']) {
+        if (b?.[bk] === undefined) continue;
+        if (typeof b[bk] !== 'number' || !(b[bk] >= 0)) throw new MockcloudError('InvalidArgument', `config "timings.sysinfoBackoff.${bk}" must be a number ≥ 0`);
+        backoff[bk] = b[bk];
+      }
+      out.sysinfoBackoff = backoff as unknown as ReporterTimings['sysinfoBackoff'];
+      continue;
+    }
+    if (!(TIMING_KEYS as readonly string[]).includes(k)) {
+      throw new MockcloudError('InvalidArgument', `config "timings.${k}" is unknown; known: ${TIMING_KEYS.join(', ')}, sysinfoBackoff`);
+    }
+    if (typeof v !== 'number' || !(v > 0)) throw new MockcloudError('InvalidArgument', `config "timings.${k}" must be a number > 0`);
+    (out as Record<string, number>)[k] = v;
+  }
+  return out;
+}

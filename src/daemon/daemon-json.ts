@@ -1,0 +1,107 @@
+/**
+ * `<data-dir>/daemon.json`: how tools and tests find a running daemon (pid, control API,
+ * Triton URLs, every mock CN's agent address). Rewritten durably whenever something in it
+ * changes, coalesced: one write in flight at a time and bursts (creating 1,000 CNs) folded
+ * into a few writes.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { writeFileDurable } from '../common/durable-file.js';
+import type { Logger } from '../common/log.js';
+import type { ServiceUrls } from './agent-plugin.js';
+
+export const DAEMON_JSON = 'daemon.json';
+
+export interface DaemonJson {
+  pid: number;
+  startedAt: string;
+  /** 'starting' while the data dir is being loaded, then 'running'. */
+  state: 'starting' | 'running';
+  dataDir: string;
+  control: { ip: string; port: number; url: string };
+  urls: ServiceUrls;
+  bindIp: string;
+  /** uuid → where that CN's cn-agent listens. */
+  servers: Record<string, { ip: string; port: number }>;
+}
+
+export function daemonJsonPath(dataDir: string): string {
+  return path.join(dataDir, DAEMON_JSON);
+}
+
+/** Reads daemon.json; undefined when absent or unreadable. */
+export async function readDaemonJson(dataDir: string): Promise<DaemonJson | undefined> {
+  try {
+    const value = JSON.parse(await fsp.readFile(daemonJsonPath(dataDir), 'utf8')) as DaemonJson;
+    return typeof value?.pid === 'number' && typeof value.control?.url === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class DaemonJsonWriter {
+  private writing: Promise<void> | undefined;
+  private dirty = false;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly build: () => DaemonJson,
+    private readonly log: Logger,
+    /** Bursts of changes within this window become one write. */
+    private readonly coalesceMs = 100,
+  ) {}
+
+  /** Something changed: write soon. */
+  markDirty(): void {
+    if (this.closed) return;
+    this.dirty = true;
+    if (this.timer || this.writing) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.coalesceMs);
+    this.timer.unref();
+  }
+
+  /** Write now (and again if changes arrive meanwhile); resolves when the file is current. */
+  async flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    this.dirty = true;
+    while (this.dirty && !this.closed) {
+      if (this.writing) {
+        await this.writing;
+        continue;
+      }
+      this.dirty = false;
+      this.writing = writeFileDurable(this.file, `${JSON.stringify(this.build(), null, 2)}\n`)
+        .catch((err: unknown) => this.log.error({ err, file: this.file }, 'cannot write daemon.json'))
+        .finally(() => {
+          this.writing = undefined;
+        });
+      await this.writing;
+    }
+  }
+
+  /** Stop writing and remove the file (a clean shutdown: no daemon here any more). */
+  async remove(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.writing) await this.writing;
+    await fsp.unlink(this.file).catch(() => undefined);
+  }
+}

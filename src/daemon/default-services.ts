@@ -1,0 +1,36 @@
+/**
+ * The real cn-agent task server and vmadm, built for the daemon. Kept apart so the daemon's
+ * own code (and its tests) depend only on the small interfaces in services.ts.
+ */
+import { CnAgentServer } from '../agents/cn-agent/index.js';
+import type { JsonHttpClient } from '../common/http-client.js';
+import type { Logger } from '../common/log.js';
+import { Vmadm } from '../vmadm/index.js';
+import type { DaemonConfig } from './config.js';
+import type { CnAgentHost, VmadmHost } from './services.js';
+
+export interface ServiceContext {
+  config: DaemonConfig;
+  log: Logger;
+  http: JsonHttpClient;
+}
+
+export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
+  const { config, log, http } = ctx;
+  return new CnAgentServer({
+    log: log.child({ component: 'cn-agent' }),
+    bindIp: config.bindIp,
+    portRange: config.portRange,
+    env: {
+      log: log.child({ component: 'cn-agent-tasks' }),
+      http,
+      imgapiUrl: config.urls.imgapi,
+      cnapiUrl: config.urls.cnapi,
+      dataDir: config.dataDir,
+    },
+  });
+}
+
+export function createVmadmHost(ctx: ServiceContext): VmadmHost {
+  return new Vmadm({ root: ctx.config.dataDir, log: ctx.log.child({ component: 'vmadm' }) });
+}

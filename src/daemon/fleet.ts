@@ -1,0 +1,173 @@
+/**
+ * The mock CNs this daemon hosts. Loading the data dir at start (bounded concurrency; a broken
+ * server dir is logged, counted and skipped, never fatal), adding and removing CNs at run
+ * time, and attaching each CN to the shared services in the right order: its cn-agent socket
+ * first (sysinfo must carry the real "CN Agent Port"), then the CNAPI reporter, then the
+ * agent plug-ins.
+ */
+import type { Logger } from '../common/log.js';
+import { MockcloudError, toMockcloudError } from '../common/errors.js';
+import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
+import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
+import type { MockCnImpl } from '../mockcn/mock-cn.js';
+import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
+import type { CnAgentPlugin, FleetView } from './agent-plugin.js';
+import { mapLimit } from './concurrency.js';
+import type { CnAgentHost, VmadmHost } from './services.js';
+
+export interface FleetOptions {
+  dataDir: string;
+  log: Logger;
+  vmadm: VmadmHost;
+  cnAgent: CnAgentHost;
+  reporter: CnapiReporter;
+  plugins: readonly CnAgentPlugin[];
+  loadConcurrency?: number;
+  countError: (kind: string) => void;
+  /** The set of CNs or an address changed (daemon.json). */
+  onChange: () => void;
+  /** Cleans up an interrupted creation (`.creating-<uuid>`); see ServerFactory. */
+  recoverCreation?: (uuid: string) => Promise<void>;
+}
+
+export interface LoadReport {
+  loaded: number;
+  failed: { uuid: string; error: string }[];
+  recovered: number;
+}
+
+export class Fleet implements FleetView {
+  private readonly cns = new Map<string, MockCnImpl>();
+  /** uuids being added or removed right now: a second add/remove of the same CN is refused. */
+  private readonly busy = new Set<string>();
+  private readonly opts: FleetOptions;
+  private readonly openVms: VmStoreOpener;
+
+  constructor(opts: FleetOptions) {
+    this.opts = opts;
+    this.openVms = (uuid, identity) => opts.vmadm.openServer(uuid, identity);
+  }
+
+  get size(): number {
+    return this.cns.size;
+  }
+
+  get(uuid: string): MockCnImpl | undefined {
+    return this.cns.get(uuid.toLowerCase()) ?? this.cns.get(uuid);
+  }
+
+  list(): MockCnImpl[] {
+    return [...this.cns.values()];
+  }
+
+  has(uuid: string): boolean {
+    return this.cns.has(uuid) || this.busy.has(uuid);
+  }
+
+  /** Load every server dir of the data dir. */
+  async loadAll(): Promise<LoadReport> {
+    const { log, dataDir } = this.opts;
+    const scan = await scanServers(dataDir);
+    const report: LoadReport = { loaded: 0, failed: [], recovered: 0 };
+    for (const uuid of scan.deleting) {
+      log.info({ server: uuid }, 'finishing an interrupted server removal');
+      await finishInterruptedRemoval(dataDir, uuid).catch((err: unknown) => log.warn({ err, server: uuid }, 'cannot finish removal'));
+    }
+    for (const uuid of scan.creating) {
+      if (!this.opts.recoverCreation) continue;
+      try {
+        await this.opts.recoverCreation(uuid);
+        report.recovered++;
+      } catch (err) {
+        log.warn({ err, server: uuid }, 'cannot clean up an interrupted server creation; will retry at next start');
+      }
+    }
+    if (scan.other.length > 0) log.warn({ entries: scan.other }, 'ignoring entries of servers/ that are not server dirs');
+    await mapLimit(scan.servers, this.opts.loadConcurrency ?? 32, async (uuid) => {
+      try {
+        await this.load(uuid);
+        report.loaded++;
+      } catch (err) {
+        const e = toMockcloudError(err);
+        this.opts.countError('fleet.load');
+        log.error({ server: uuid, err: e }, `skipping server ${uuid}: ${e.message}`);
+        report.failed.push({ uuid, error: e.message });
+      }
+    });
+    log.info({ loaded: report.loaded, failed: report.failed.length, recovered: report.recovered }, 'fleet loaded');
+    return report;
+  }
+
+  /** Load one server dir (already complete on disk) and start it. */
+  async load(uuid: string): Promise<MockCnImpl> {
+    const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
+    await this.add(cn);
+    return cn;
+  }
+
+  /** Start serving a loaded CN: socket, CNAPI reporting, agent plug-ins. */
+  async add(cn: MockCnImpl): Promise<void> {
+    if (this.has(cn.uuid)) throw new MockcloudError('Conflict', `server ${cn.uuid} is already in the fleet`);
+    this.busy.add(cn.uuid);
+    try {
+      try {
+        cn.agentAddress = await this.opts.cnAgent.attach(cn);
+      } catch (err) {
+        await this.closeVms(cn.uuid);
+        throw err;
+      }
+      cn.hooks = this.opts.reporter;
+      this.cns.set(cn.uuid, cn);
+      this.opts.reporter.attach(cn);
+      for (const plugin of this.opts.plugins) {
+        try {
+          plugin.attach(cn);
+        } catch (err) {
+          this.opts.countError(`${plugin.name}.attach`);
+          this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to attach');
+        }
+      }
+    } finally {
+      this.busy.delete(cn.uuid);
+    }
+    this.opts.onChange();
+  }
+
+  /** Stop serving a CN (its files stay; see ServerFactory.remove for deleting them). */
+  async remove(uuid: string): Promise<MockCnImpl | undefined> {
+    const cn = this.cns.get(uuid);
+    if (!cn || this.busy.has(uuid)) return undefined;
+    this.busy.add(uuid);
+    try {
+      this.cns.delete(uuid);
+      for (const plugin of this.opts.plugins) {
+        try {
+          plugin.detach(uuid);
+        } catch (err) {
+          this.opts.log.error({ err, server: uuid, plugin: plugin.name }, 'agent plug-in failed to detach');
+        }
+      }
+      this.opts.reporter.detach(uuid);
+      await this.opts.cnAgent.detach(uuid);
+      await this.closeVms(uuid);
+      cn.registered = false;
+    } finally {
+      this.busy.delete(uuid);
+    }
+    this.opts.onChange();
+    return cn;
+  }
+
+  /** Detach every CN (shutdown). */
+  async removeAll(): Promise<void> {
+    await mapLimit([...this.cns.keys()], 64, (uuid) => this.remove(uuid));
+  }
+
+  private async closeVms(uuid: string): Promise<void> {
+    try {
+      await this.opts.vmadm.closeServer?.(uuid);
+    } catch (err) {
+      this.opts.log.warn({ err, server: uuid }, 'closing the VM store failed');
+    }
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * Creating and removing mock CNs while the daemon runs (the control API's POST/DELETE
+ * /servers), as the original create-server / delete-server tools did (cn-agent-spec §6):
+ *
+ * create: fresh MACs for dnet0/dnet1 (each checked free in NAPI, regenerated on a clash), the
+ *   admin NIC from NAPI `POST /networks/admin/nics` (belongs_to_type 'other', owned by the
+ *   admin user), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably with
+ *   sysinfo and agents, then the CN starts at once. Bounded parallelism.
+ * remove: the CN stops, its dir goes, CNAPI forgets it and NAPI releases its NICs (best effort:
+ *   warnings are reported, not fatal).
+ *
+ * Without a NAPI URL (standalone) the admin IP is the bind IP and nothing is allocated.
+ */
+import type { JsonHttpClient } from '../common/http-client.js';
+import { MockcloudError, toMockcloudError } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import { newUuid } from '../common/uuid.js';
+import { adminNicOf } from '../mockcn/sysinfo-file.js';
+import { getProfile } from '../mockcn/profiles.js';
+import { abortServerCreation, beginServerCreation, finishServerCreation, readCreateMarker, removeServerDir } from '../mockcn/server-dir.js';
+import { buildSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
+import type { DaemonConfig } from './config.js';
+import { mapLimit } from './concurrency.js';
+import type { Fleet } from './fleet.js';
+
+export const MAX_CREATE_COUNT = 10_000;
+export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
+
+export interface CreateRequest {
+  count: number;
+  profile?: string;
+  hostnamePrefix?: string;
+}
+
+export interface CreatedServer {
+  uuid: string;
+  hostname: string;
+  adminIp: string;
+  profile: string;
+  agentAddress?: { ip: string; port: number };
+}
+
+export interface CreateResult {
+  created: CreatedServer[];
+  errors: { code: string; message: string }[];
+}
+
+export interface RemoveResult {
+  uuid: string;
+  warnings: string[];
+}
+
+export interface ServerFactoryOptions {
+  config: DaemonConfig;
+  fleet: Fleet;
+  http: JsonHttpClient;
+  log: Logger;
+  concurrency?: number;
+  countError: (kind: string) => void;
+}
+
+const MAC_ATTEMPTS = 5;
+
+export class ServerFactory {
+  private readonly o: ServerFactoryOptions;
+  private readonly napi: string | undefined;
+  private readonly cnapi: string | undefined;
+
+  constructor(opts: ServerFactoryOptions) {
+    this.o = opts;
+    this.napi = opts.config.urls.napi;
+    this.cnapi = opts.config.urls.cnapi;
+  }
+
+  /** Validate a create request from the control API (external input). */
+  static validate(body: unknown): CreateRequest {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new MockcloudError('InvalidContent', 'body must be a JSON object like {"count": 10}');
+    }
+    const b = body as Record<string, unknown>;
+    const unknown = Object.keys(b).filter((k) => !['count', 'profile', 'hostnamePrefix'].includes(k));
+    if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `unknown key(s): ${unknown.join(', ')}`);
+    if (typeof b.count !== 'number' || !Number.isInteger(b.count) || b.count < 1 || b.count > MAX_CREATE_COUNT) {
+      throw new MockcloudError('InvalidArgument', `"count" must be an integer from 1 to ${MAX_CREATE_COUNT}`);
+    }
+    const req: CreateRequest = { count: b.count };
+    if (b.profile !== undefined) {
+      if (typeof b.profile !== 'string') throw new MockcloudError('InvalidArgument', '"profile" must be a string');
+      getProfile(b.profile);
+      req.profile = b.profile;
+    }
+    if (b.hostnamePrefix !== undefined) {
+      if (typeof b.hostnamePrefix !== 'string' || !HOSTNAME_PREFIX_RE.test(b.hostnamePrefix)) {
+        throw new MockcloudError('InvalidArgument', '"hostnamePrefix" must be 1-16 letters, digits or dashes, starting with a letter');
+      }
+      req.hostnamePrefix = b.hostnamePrefix;
+    }
+    return req;
+  }
+
+  async create(req: CreateRequest): Promise<CreateResult> {
+    const result: CreateResult = { created: [], errors: [] };
+    const indexes = Array.from({ length: req.count }, (_, i) => i);
+    await mapLimit(indexes, this.o.concurrency ?? 16, async () => {
+      try {
+        result.created.push(await this.createOne(req));
+      } catch (err) {
+        const e = toMockcloudError(err);
+        this.o.countError('create-server');
+        this.o.log.error({ err: e }, `creating a server failed: ${e.message}`);
+        result.errors.push({ code: e.restCode, message: e.message });
+      }
+    });
+    return result;
+  }
+
+  private async createOne(req: CreateRequest): Promise<CreatedServer> {
+    const { config, fleet, log } = this.o;
+    const profile = getProfile(req.profile);
+    const uuid = newUuid();
+    const adminMac = await this.freeMac();
+    const extraMac = await this.freeMac(adminMac);
+    await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
+    let allocated = false;
+    try {
+      const adminIp = await this.allocateAdminNic(adminMac);
+      allocated = this.napi !== undefined;
+      const sysinfo = buildSysinfo({
+        uuid,
+        profile,
+        datacenterName: config.datacenterName,
+        platform: config.platform,
+        adminMac,
+        adminIp,
+        extraMac,
+        ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
+      });
+      await finishServerCreation(config.dataDir, sysinfo);
+    } catch (err) {
+      if (allocated) await this.releaseNic(adminMac).catch(() => undefined);
+      await abortServerCreation(config.dataDir, uuid).catch(() => undefined);
+      throw err;
+    }
+    // From here the server exists on disk; a start failure is reported but the dir stays
+    // (the next daemon start loads it).
+    const cn = await fleet.load(uuid).catch((err: unknown) => {
+      const e = toMockcloudError(err);
+      throw new MockcloudError('InternalError', `server ${uuid} was created but could not start: ${e.message}`, { cause: err });
+    });
+    log.info({ server: uuid, serverHostname: cn.hostname, profile: profile.name }, 'created server');
+    const created: CreatedServer = {
+      uuid,
+      hostname: cn.hostname,
+      adminIp: String(cn.sysinfo['Admin IP'] ?? ''),
+      profile: profile.name,
+    };
+    if (cn.agentAddress) created.agentAddress = { ...cn.agentAddress };
+    return created;
+  }
+
+  /** Finish or undo an interrupted creation found at start (`.creating-<uuid>`). */
+  async recoverCreation(uuid: string): Promise<void> {
+    const marker = await readCreateMarker(this.o.config.dataDir, uuid);
+    for (const mac of marker?.napiMacs ?? []) await this.releaseNic(mac);
+    await abortServerCreation(this.o.config.dataDir, uuid);
+    this.o.log.info({ server: uuid, macs: marker?.napiMacs ?? [] }, 'cleaned up an interrupted server creation');
+  }
+
+  /** Stop a CN, delete its dir, and tell CNAPI and NAPI (best effort). */
+  async remove(uuid: string): Promise<RemoveResult> {
+    const { fleet, config } = this.o;
+    const cn = await fleet.remove(uuid);
+    if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    await removeServerDir(config.dataDir, uuid);
+    const warnings: string[] = [];
+    if (this.cnapi) {
+      const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` }).catch((e: Error) => e);
+      if (res instanceof Error) warnings.push(`CNAPI: ${res.message}`);
+      else if (res.statusCode >= 300 && res.statusCode !== 404) warnings.push(`CNAPI DELETE /servers/${uuid}: ${res.statusCode}`);
+    }
+    if (this.napi) {
+      const macs = new Set<string>();
+      const admin = adminNicOf(cn.sysinfo).mac;
+      if (admin) macs.add(admin);
+      const owned = await this.o.http
+        .request<{ mac?: string }[]>({ method: 'GET', url: `${this.napi}/nics?belongs_to_uuid=${uuid}` })
+        .catch((e: Error) => e);
+      if (owned instanceof Error) warnings.push(`NAPI: ${owned.message}`);
+      else if (Array.isArray(owned.body)) for (const nic of owned.body) if (typeof nic.mac === 'string') macs.add(nic.mac);
+      for (const mac of macs) await this.releaseNic(mac).catch((e: Error) => warnings.push(e.message));
+    }
+    for (const w of warnings) this.o.log.warn({ server: uuid }, `removing server: ${w}`);
+    this.o.log.info({ server: uuid }, 'removed server');
+    return { uuid, warnings };
+  }
+
+  /** A random mock MAC that NAPI does not know yet (the original gave up on a clash). */
+  private async freeMac(avoid?: string): Promise<string> {
+    for (let i = 0; i < MAC_ATTEMPTS; i++) {
+      const mac = randomMockMac();
+      if (mac === avoid) continue;
+      if (!this.napi) return mac;
+      const res = await this.napiCall('GET', `/nics/${mac.replace(/:/g, '')}`);
+      if (res.statusCode === 404) return mac;
+      if (res.statusCode >= 200 && res.statusCode < 300) continue;
+      throw napiError(`GET /nics/${mac.replace(/:/g, '')}`, res);
+    }
+    throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
+  }
+
+  private async allocateAdminNic(mac: string): Promise<string> {
+    if (!this.napi) return this.o.config.bindIp;
+    const admin = this.o.config.adminUuid;
+    const res = await this.napiCall('POST', '/networks/admin/nics', {
+      belongs_to_type: 'other',
+      belongs_to_uuid: admin,
+      owner_uuid: admin,
+      mac,
+      nic_tags_provided: ['admin'],
+    });
+    const ip = (res.body as { ip?: unknown } | undefined)?.ip;
+    if (res.statusCode < 200 || res.statusCode >= 300) throw napiError('POST /networks/admin/nics', res);
+    if (typeof ip !== 'string' || ip === '') {
+      throw new MockcloudError('BadGateway', 'NAPI POST /networks/admin/nics answered without an ip');
+    }
+    return ip;
+  }
+
+  private async releaseNic(mac: string): Promise<void> {
+    if (!this.napi) return;
+    const path = `/nics/${mac.replace(/:/g, '')}`;
+    const res = await this.napiCall('DELETE', path);
+    if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${path}`, res);
+  }
+
+  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) {
+    try {
+      return await this.o.http.request({ method, url: `${this.napi}${path}`, ...(body === undefined ? {} : { body }) });
+    } catch (err) {
+      this.o.countError('napi');
+      throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function napiError(what: string, res: { statusCode: number; body: unknown }): MockcloudError {
+  const b = res.body as { code?: string; message?: string } | undefined;
+  return new MockcloudError(
+    'BadGateway',
+    `NAPI ${what}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`,
+  );
+}

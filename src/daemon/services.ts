@@ -1,0 +1,25 @@
+/**
+ * The two components the daemon hosts but does not own, as the daemon uses them: the shared
+ * cn-agent task server (src/agents/cn-agent, `CnAgentServer`) and the file-backed vmadm
+ * (src/vmadm, `Vmadm`). Typed here by what the daemon calls, so tests can stand in for them.
+ */
+import type { SysinfoIdentity } from '../common/sysinfo.js';
+import type { AgentAddress, MockCn } from '../mockcn/types.js';
+import type { VmStore } from '../vmadm/types.js';
+
+export interface CnAgentHost {
+  start(): Promise<void> | void;
+  stop(): Promise<void> | void;
+  /** Bind this CN's socket; resolves with where it listens. */
+  attach(cn: MockCn, opts?: { ip?: string; port?: number }): Promise<AgentAddress>;
+  detach(uuid: string): Promise<void> | void;
+  readonly tasksInFlight?: number;
+  /** Counters for `mockcloud status` (tasks by outcome, ...). */
+  stats?(): Record<string, unknown>;
+}
+
+export interface VmadmHost {
+  openServer(serverUuid: string, identity: SysinfoIdentity): Promise<VmStore>;
+  closeServer?(serverUuid: string): Promise<void> | void;
+  close?(): Promise<void> | void;
+}

@@ -1,0 +1,106 @@
+/**
+ * What CNAPI's route modules share, and the `ensure()` preconditions CNAPI puts in front of
+ * its handlers (sdc-cnapi lib/endpoints/index.js): a valid, existing server
+ * (`409 InvalidArgument "Invalid server_uuid"`, `404 "Server <uuid> not found"`), a UUID
+ * VM id (`409 "Invalid vm_uuid"`; CNAPI never checks the VM exists), and a `running`
+ * server (`409 ServerNotRunning`).
+ */
+import type { JsonHttpClient } from '../../common/http-client.js';
+import type { Logger } from '../../common/log.js';
+import { MockcloudError } from '../../common/errors.js';
+import { isUuid } from '../../common/uuid.js';
+import type { Sysinfo } from '../../common/sysinfo.js';
+import type { CnAgentDispatcher, TaskOutcome } from './dispatch.js';
+import type { HeartbeatReconciler } from './heartbeats.js';
+import type { Params } from './http-util.js';
+import type { ServerRecord, ServerRegistry } from './servers.js';
+import type { TaskRegistry } from './tasks.js';
+import type { PendingAllocations } from './allocate.js';
+
+export interface CnapiContext {
+  log: Logger;
+  http: JsonHttpClient;
+  servers: ServerRegistry;
+  heartbeats: HeartbeatReconciler;
+  tasks: TaskRegistry;
+  dispatcher: CnAgentDispatcher;
+  allocations: PendingAllocations;
+  peers: { napi: string; imgapi: string; vmapi?: string };
+  /** Persist server records: `durable` waits until they are on disk. */
+  saveServers(durable: boolean): Promise<void>;
+  /** Register (or refresh) a server from its sysinfo: NIC tags in NAPI, then the upsert. */
+  updateFromSysinfo(sysinfo: Sysinfo): Promise<void>;
+}
+
+/** `prepopulate: ['server']`. */
+export function requireServer(ctx: CnapiContext, serverUuid: unknown): ServerRecord {
+  if (serverUuid !== 'default' && !isUuid(serverUuid)) {
+    throw new MockcloudError('InvalidArgument', 'Invalid server_uuid');
+  }
+  const server = ctx.servers.get(serverUuid as string);
+  if (!server) throw new MockcloudError('ResourceNotFound', `Server ${String(serverUuid)} not found`);
+  return server;
+}
+
+/** `prepopulate: ['vm']`: only the form of the id is checked. */
+export function requireVmUuid(uuid: unknown): string {
+  if (!isUuid(uuid)) throw new MockcloudError('InvalidArgument', 'Invalid vm_uuid');
+  return uuid;
+}
+
+/** `serverRunning: true`. */
+export function requireRunning(server: ServerRecord): void {
+  if (server.status !== 'running') {
+    throw new MockcloudError('ServerNotRunning', 'Operation attempted on server which is not running');
+  }
+}
+
+/** The agent named cn-agent in `server.agents`, or `{}` (getCnAgentFromStashedServer). */
+export function cnAgentOf(server: ServerRecord): { name?: string; version?: string } {
+  const agents = server.agents;
+  if (!Array.isArray(agents)) return {};
+  return (agents.find((a) => a && (a as { name?: unknown }).name === 'cn-agent') as { version?: string }) ?? {};
+}
+
+export function sysinfoOf(server: ServerRecord): Sysinfo | undefined {
+  return server.sysinfo as Sysinfo | undefined;
+}
+
+/**
+ * Send a task whose reply the caller waits for (CNAPI's `synccb`), bounded by
+ * `timeoutMs`: the outcome, or 'timeout'.
+ */
+export async function runTaskSync(
+  ctx: CnapiContext,
+  server: ServerRecord,
+  task: string,
+  params: Params,
+  reqId: string,
+  opts: { timeoutMs?: number; persist?: boolean } = {},
+): Promise<TaskOutcome | 'timeout'> {
+  const sent = ctx.dispatcher.sendTask({
+    serverUuid: server.uuid,
+    sysinfo: sysinfoOf(server),
+    task,
+    params,
+    reqId,
+    persist: opts.persist,
+  });
+  if (!opts.timeoutMs) return sent.outcome;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), opts.timeoutMs);
+  });
+  try {
+    return await Promise.race([sent.outcome, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `errDetails(err).restCode`: the `details.restCode` of cn-agent's error body. */
+export function restCodeOf(outcome: TaskOutcome): string | undefined {
+  if (outcome.ok) return undefined;
+  const details = (outcome.body as { details?: { restCode?: unknown } } | undefined)?.details;
+  return typeof details?.restCode === 'string' ? details.restCode : undefined;
+}

@@ -1,0 +1,153 @@
+/**
+ * The restify plumbing both dev-headnode services here (CNAPI and VMAPI) share: one way to
+ * build a server, to merge request parameters the way restify 4's `mapParams` did, to run
+ * async handlers, and to turn any thrown error into the Triton-style `{"code","message"}`
+ * body. Route modules stay free of callback plumbing.
+ */
+import { createRequire } from 'node:module';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type restifyTypes from 'restify';
+import type { Logger } from '../../common/log.js';
+import { MockcloudError, toMockcloudError } from '../../common/errors.js';
+
+const require = createRequire(import.meta.url);
+const restify = require('restify') as typeof restifyTypes;
+
+export type RestifyServer = restifyTypes.Server;
+export type Req = restifyTypes.Request;
+export type Res = restifyTypes.Response;
+
+/** Request parameters as Triton services see them: body, then query, then path (path wins). */
+export type Params = Record<string, unknown>;
+
+/** What a handler returns: a status with an optional JSON body, or nothing (already sent). */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export type AsyncHandler = (req: Req, res: Res) => Promise<Reply | void>;
+
+export interface CreateServerOptions {
+  name: string;
+  log: Logger;
+  /** Largest accepted request body; restify answers 413 above it. */
+  maxBodyBytes?: number;
+}
+
+/**
+ * A restify server with query and JSON body parsing but *without* restify's own
+ * mapParams: `params()` below does the merging so precedence is explicit.
+ */
+export function createRestifyServer(opts: CreateServerOptions): RestifyServer {
+  const server = restify.createServer({
+    name: opts.name,
+    log: opts.log,
+    handleUncaughtExceptions: false,
+  } as restifyTypes.ServerOptions);
+  server.use(restify.plugins.queryParser({ mapParams: false }));
+  server.use(
+    restify.plugins.bodyParser({
+      mapParams: false,
+      maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024,
+    }),
+  );
+  // Task waits and provisions hold requests open for a long time, as CNAPI's one-hour
+  // connection timeout allows; Node's default 5-minute request timeout would cut them.
+  server.server.requestTimeout = 0;
+  server.server.headersTimeout = 60_000;
+  return server;
+}
+
+export function listen(server: RestifyServer, host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.server.once('error', onError);
+    server.listen(port, host, () => {
+      server.server.off('error', onError);
+      const addr = server.server.address() as AddressInfo;
+      const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      resolve(`http://${h}:${addr.port}`);
+    });
+  });
+}
+
+export function closeServer(server: RestifyServer): Promise<void> {
+  return new Promise((resolve) => {
+    const s = server.server as http.Server;
+    if (!s.listening) {
+      resolve();
+      return;
+    }
+    s.close(() => resolve());
+    // Idle keep-alive sockets would hold close() open; in-flight requests are cut short.
+    s.closeAllConnections?.();
+  });
+}
+
+/**
+ * Path, query and JSON body merged into one object, as restify 4's `mapParams` did for
+ * CNAPI and VMAPI: path parameters win over query, query over body. A non-object body
+ * (an array, a string) contributes nothing.
+ */
+export function params(req: Req): Params {
+  const out: Params = {};
+  const body = (req as unknown as { body?: unknown }).body;
+  if (body && typeof body === 'object' && !Array.isArray(body)) Object.assign(out, body);
+  const query = (req as unknown as { query?: unknown }).query;
+  if (query && typeof query === 'object') Object.assign(out, query);
+  Object.assign(out, req.params ?? {});
+  return out;
+}
+
+/** The parsed JSON body, or undefined when the request had none. */
+export function body(req: Req): unknown {
+  return (req as unknown as { body?: unknown }).body;
+}
+
+export function query(req: Req): Record<string, unknown> {
+  const q = (req as unknown as { query?: unknown }).query;
+  return q && typeof q === 'object' ? (q as Record<string, unknown>) : {};
+}
+
+export function sendError(res: Res, err: unknown, log: Logger): void {
+  const e = toMockcloudError(err);
+  if (e.statusCode >= 500) log.error({ err }, 'request failed');
+  if (!res.headersSent) res.send(e.statusCode, e.toBody());
+}
+
+/** Adapt an async handler to restify: replies are sent here, thrown errors become bodies. */
+export function route(log: Logger, fn: AsyncHandler): restifyTypes.RequestHandler {
+  return (req, res, next) => {
+    fn(req, res).then(
+      (reply) => {
+        if (reply && !res.headersSent) {
+          if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.header(k, v);
+          if (reply.body === undefined) res.send(reply.status);
+          else res.send(reply.status, reply.body);
+        }
+        next();
+      },
+      (err: unknown) => {
+        sendError(res, err, log);
+        next();
+      },
+    );
+  };
+}
+
+/** Shorthand for a JSON reply. */
+export function ok(body: unknown, status = 200): Reply {
+  return { status, body };
+}
+
+export function noContent(): Reply {
+  return { status: 204 };
+}
+
+/** Any error thrown inside: a coded one is kept, anything else becomes InternalError. */
+export function internal(message: string, cause?: unknown): MockcloudError {
+  return new MockcloudError('InternalError', message, { cause });
+}

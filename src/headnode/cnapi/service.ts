@@ -1,0 +1,197 @@
+/**
+ * The dev headnode's CNAPI: server records fed by mock CNs (sysinfo, heartbeats, status),
+ * the heartbeat reconciler, and the task endpoints that drive each CN's cn-agent the way
+ * CNAPI does. State (servers, tasks) lives in two documents of the headnode store.
+ */
+import type { Logger } from '../../common/log.js';
+import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
+import type { Sysinfo } from '../../common/sysinfo.js';
+import { PendingAllocations } from './allocate.js';
+import type { CnapiContext } from './context.js';
+import { CnAgentDispatcher } from './dispatch.js';
+import { HeartbeatReconciler } from './heartbeats.js';
+import { closeServer, createRestifyServer, listen, type RestifyServer } from './http-util.js';
+import { mountServerRoutes } from './routes-servers.js';
+import { mountTaskRoutes } from './routes-tasks.js';
+import { mountVmRoutes } from './routes-vms.js';
+import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
+import { TaskRegistry } from './tasks.js';
+import type { HeadnodeStore, StateDocument } from '../store.js';
+
+export interface CnapiServiceOptions {
+  log: Logger;
+  /** The headnode's persistence (src/headnode/store.ts). */
+  store: HeadnodeStore;
+  napiUrl: string;
+  imgapiUrl: string;
+  /** Only for the deprecated `GET /servers/:uuid/vms`; may be set later with setPeers. */
+  vmapiUrl?: string;
+  /** `server.datacenter` of new servers (CNAPI's config datacenter_name). */
+  datacenter?: string;
+  /** Test knobs; the defaults are CNAPI's 5 s and 11 s. */
+  heartbeat?: { periodMs?: number; lifetimeMs?: number };
+}
+
+/** How long a registered NIC tag is trusted to exist before NAPI is asked again. */
+const NIC_TAG_CACHE_MS = 60_000;
+
+export class CnapiService {
+  private readonly log: Logger;
+  private readonly http: JsonHttpClient;
+  private readonly servers: ServerRegistry;
+  private readonly tasks: TaskRegistry;
+  private readonly heartbeats: HeartbeatReconciler;
+  private readonly dispatcher: CnAgentDispatcher;
+  private readonly allocations = new PendingAllocations();
+  private readonly serverDoc: StateDocument;
+  private readonly taskDoc: StateDocument;
+  private readonly peers: { napi: string; imgapi: string; vmapi?: string };
+  /** tag -> when NAPI last confirmed it, or the creation in flight. */
+  private readonly nicTags = new Map<string, number | Promise<void>>();
+  private server: RestifyServer | undefined;
+  private cleanupTimer: NodeJS.Timeout | undefined;
+  private _url: string | undefined;
+
+  constructor(opts: CnapiServiceOptions) {
+    this.log = opts.log.child({ component: 'cnapi' });
+    this.http = new JsonHttpClient({ maxSockets: 2048, timeoutMs: 60_000, userAgent: 'cnapi/1.26.6 (mockcloud)' });
+    this.peers = { napi: trimSlash(opts.napiUrl), imgapi: trimSlash(opts.imgapiUrl) };
+    if (opts.vmapiUrl) this.peers.vmapi = trimSlash(opts.vmapiUrl);
+    this.servers = new ServerRegistry({ datacenter: opts.datacenter ?? 'coal' });
+    // Server records change on every status sample; unacknowledged changes are saved
+    // within a second, acknowledged ones (registration, ServerUpdate) before the answer.
+    this.serverDoc = opts.store.document('cnapi-servers', () => ({ servers: this.servers.snapshot() }), {
+      lazyDelayMs: 1000,
+    });
+    this.tasks = new TaskRegistry({ onChange: () => this.taskDoc.saveSoon() });
+    // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
+    // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
+    this.taskDoc = opts.store.document('cnapi-tasks', () => ({ tasks: this.tasks.snapshot() }), { lazyDelayMs: 1000 });
+    this.heartbeats = new HeartbeatReconciler({
+      servers: this.servers,
+      log: this.log,
+      periodMs: opts.heartbeat?.periodMs,
+      lifetimeMs: opts.heartbeat?.lifetimeMs,
+      onStatusChange: () => this.serverDoc.saveSoon(),
+    });
+    this.dispatcher = new CnAgentDispatcher({ http: this.http, tasks: this.tasks, log: this.log });
+  }
+
+  get url(): string {
+    if (!this._url) throw new Error('CNAPI is not started');
+    return this._url;
+  }
+
+  /** Peers known only after they start (VMAPI starts after CNAPI). */
+  setPeers(peers: { vmapi?: string }): void {
+    if (peers.vmapi) this.peers.vmapi = trimSlash(peers.vmapi);
+  }
+
+  /** Counters for `mockcloud status` and diagnostics. */
+  stats(): Record<string, number> {
+    return {
+      servers: this.servers.size,
+      tasks_in_flight: this.dispatcher.tasksInFlight,
+      tasks_active: this.tasks.stats.active,
+      tasks_complete: this.tasks.stats.complete,
+      tasks_failure: this.tasks.stats.failure,
+      heartbeats: this.heartbeats.stats.beats,
+    };
+  }
+
+  async start(opts: { host: string; port: number }): Promise<void> {
+    const sdoc = (await this.serverDoc.load()) as { servers?: unknown } | undefined;
+    this.servers.restore(sdoc?.servers);
+    const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;
+    this.tasks.restore(tdoc?.tasks);
+
+    const server = createRestifyServer({ name: 'cnapi', log: this.log });
+    const ctx: CnapiContext = {
+      log: this.log,
+      http: this.http,
+      servers: this.servers,
+      heartbeats: this.heartbeats,
+      tasks: this.tasks,
+      dispatcher: this.dispatcher,
+      allocations: this.allocations,
+      peers: this.peers,
+      saveServers: (durable) => {
+        if (durable) return this.serverDoc.save();
+        this.serverDoc.saveSoon();
+        return Promise.resolve();
+      },
+      updateFromSysinfo: (sysinfo) => this.updateFromSysinfo(sysinfo),
+    };
+    mountServerRoutes(server, ctx);
+    mountVmRoutes(server, ctx);
+    mountTaskRoutes(server, ctx);
+    this._url = await listen(server, opts.host, opts.port);
+    this.server = server;
+    this.heartbeats.start();
+    this.cleanupTimer = setInterval(() => this.tasks.cleanup(), 3600 * 1000);
+    this.cleanupTimer.unref();
+    this.log.info({ url: this._url, servers: this.servers.size }, 'CNAPI listening');
+  }
+
+  async stop(): Promise<void> {
+    this.heartbeats.stop();
+    if (this.cleanupTimer) clearInterval(this.cleanupTimer);
+    this.cleanupTimer = undefined;
+    this.tasks.releaseWaiters();
+    if (this.server) await closeServer(this.server);
+    this.server = undefined;
+    this.http.close();
+    await Promise.all([
+      this.serverDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving servers failed')),
+      this.taskDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving tasks failed')),
+    ]);
+  }
+
+  /**
+   * `ModelServer.updateFromSysinfo`: create every NIC tag the sysinfo names in NAPI
+   * (`Duplicate` is fine, any other NAPI error fails the registration), then upsert.
+   */
+  private async updateFromSysinfo(sysinfo: Sysinfo): Promise<void> {
+    const tags = new Set<string>();
+    for (const nic of Object.values(sysinfo['Network Interfaces'] ?? {})) {
+      const names = (nic as { 'NIC Names'?: unknown })['NIC Names'];
+      if (Array.isArray(names)) for (const t of names) if (typeof t === 'string') tags.add(t);
+    }
+    await Promise.all([...tags].map((t) => this.ensureNicTag(t)));
+    this.servers.upsert(sysinfo.UUID, fieldsFromSysinfo(sysinfo));
+    await this.serverDoc.save();
+  }
+
+  private async ensureNicTag(name: string): Promise<void> {
+    const known = this.nicTags.get(name);
+    if (typeof known === 'number' && Date.now() - known < NIC_TAG_CACHE_MS) return;
+    if (known instanceof Promise) return known;
+    const p = this.http
+      .call({ method: 'POST', url: `${this.peers.napi}/nic_tags`, body: { name } })
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          const b = err instanceof HttpStatusError ? (err.body as { code?: string; errors?: { code?: string }[] }) : undefined;
+          if (b && (b.errors?.[0]?.code === 'Duplicate' || b.code === 'Duplicate')) return;
+          this.log.error({ err, tag: name }, 'Error adding nic tag to NAPI');
+          throw err;
+        },
+      )
+      .then(
+        () => {
+          this.nicTags.set(name, Date.now());
+        },
+        (err: unknown) => {
+          this.nicTags.delete(name);
+          throw err;
+        },
+      );
+    this.nicTags.set(name, p);
+    return p;
+  }
+}
+
+function trimSlash(u: string): string {
+  return u.replace(/\/+$/, '');
+}
+

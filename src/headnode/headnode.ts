@@ -1,0 +1,163 @@
+/**
+ * The embedded dev headnode: NAPI, IMGAPI, CNAPI and VMAPI subsets on loopback ports, sharing
+ * one persistence store under `<data-dir>/headnode/`. Services start in dependency order
+ * (NAPI and IMGAPI first, since CNAPI and VMAPI call them) and stop in reverse. The four
+ * addresses are written to `<data-dir>/headnode.json` once everything listens (and the file
+ * is removed again by a clean stop), so a reader of that file can rely on every address
+ * answering.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { writeFileDurable } from '../common/durable-file.js';
+import type { Logger } from '../common/log.js';
+import { CnapiService } from './cnapi/index.js';
+import { ImgapiService } from './imgapi/index.js';
+import { NapiService } from './napi/index.js';
+import { VmapiService } from './vmapi/index.js';
+import { HeadnodeStore } from './store.js';
+
+export interface HeadnodePorts {
+  cnapi?: number;
+  vmapi?: number;
+  napi?: number;
+  imgapi?: number;
+}
+
+export interface HeadnodeUrls {
+  cnapi: string;
+  vmapi: string;
+  napi: string;
+  imgapi: string;
+}
+
+export interface HeadnodeOptions {
+  dataDir: string;
+  log: Logger;
+  /** Listen address of all four services; loopback unless told otherwise. */
+  host?: string;
+  /** Ports per service; 0 (any free port) when absent. */
+  ports?: HeadnodePorts;
+  /** CNAPI's `datacenter_name` for new servers. */
+  datacenter?: string;
+  /** The DC's UFDS admin user (owner of admin NICs and agent images). */
+  adminUuid?: string;
+  /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
+  heartbeat?: { periodMs?: number; lifetimeMs?: number };
+}
+
+/** What every headnode service offers the composition. */
+interface Service {
+  start(opts: { host: string; port: number }): Promise<void>;
+  stop(): Promise<void>;
+  readonly url: string;
+}
+
+/** The name of the file with the four addresses, in the data dir. */
+export const HEADNODE_JSON = 'headnode.json';
+
+export class Headnode {
+  readonly store: HeadnodeStore;
+  readonly napi: NapiService;
+  readonly imgapi: ImgapiService;
+  private cnapiService: CnapiService | undefined;
+  private vmapiService: VmapiService | undefined;
+  private readonly opts: HeadnodeOptions;
+  private readonly log: Logger;
+  /** Started services, in start order, for stop() and for unwinding a failed start. */
+  private started: Service[] = [];
+  private _urls: HeadnodeUrls | undefined;
+
+  constructor(opts: HeadnodeOptions) {
+    this.opts = opts;
+    this.log = opts.log.child({ component: 'headnode' });
+    this.store = new HeadnodeStore({ dataDir: opts.dataDir, log: this.log });
+    const admin = opts.adminUuid ? { adminUuid: opts.adminUuid } : {};
+    this.napi = new NapiService({ log: opts.log, store: this.store, ...admin });
+    this.imgapi = new ImgapiService({ log: opts.log, store: this.store, ...admin });
+  }
+
+  get urls(): HeadnodeUrls {
+    if (!this._urls) throw new Error('headnode is not started');
+    return this._urls;
+  }
+
+  get cnapi(): CnapiService {
+    if (!this.cnapiService) throw new Error('headnode is not started');
+    return this.cnapiService;
+  }
+
+  get vmapi(): VmapiService {
+    if (!this.vmapiService) throw new Error('headnode is not started');
+    return this.vmapiService;
+  }
+
+  /** The file the addresses are written to. */
+  get headnodeJsonPath(): string {
+    return path.join(this.opts.dataDir, HEADNODE_JSON);
+  }
+
+  async start(): Promise<HeadnodeUrls> {
+    const host = this.opts.host ?? '127.0.0.1';
+    const ports = this.opts.ports ?? {};
+    try {
+      await this.startOne(this.napi, host, ports.napi);
+      await this.startOne(this.imgapi, host, ports.imgapi);
+
+      const cnapi = new CnapiService({
+        log: this.opts.log,
+        store: this.store,
+        napiUrl: this.napi.url,
+        imgapiUrl: this.imgapi.url,
+        ...(this.opts.datacenter ? { datacenter: this.opts.datacenter } : {}),
+        ...(this.opts.heartbeat ? { heartbeat: this.opts.heartbeat } : {}),
+      });
+      this.cnapiService = cnapi;
+      await this.startOne(cnapi, host, ports.cnapi);
+
+      const vmapi = new VmapiService({
+        log: this.opts.log,
+        store: this.store,
+        cnapiUrl: cnapi.url,
+        napiUrl: this.napi.url,
+        imgapiUrl: this.imgapi.url,
+      });
+      this.vmapiService = vmapi;
+      await this.startOne(vmapi, host, ports.vmapi);
+      cnapi.setPeers({ vmapi: vmapi.url });
+
+      this._urls = { cnapi: cnapi.url, vmapi: vmapi.url, napi: this.napi.url, imgapi: this.imgapi.url };
+      await fsp.mkdir(this.opts.dataDir, { recursive: true });
+      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
+      this.log.info({ urls: this._urls }, 'dev headnode listening');
+      return this._urls;
+    } catch (err) {
+      await this.stop().catch((stopErr: unknown) => this.log.error({ err: stopErr }, 'stopping after a failed start'));
+      throw err;
+    }
+  }
+
+  /** Stop every service (reverse start order) and remove headnode.json: nobody answers there now. */
+  async stop(): Promise<void> {
+    if (this._urls) await fsp.unlink(this.headnodeJsonPath).catch(() => undefined);
+    const services = this.started.reverse();
+    this.started = [];
+    let firstError: unknown;
+    for (const s of services) {
+      try {
+        await s.stop();
+      } catch (err) {
+        this.log.error({ err }, 'stopping a headnode service failed');
+        firstError ??= err;
+      }
+    }
+    this.cnapiService = undefined;
+    this.vmapiService = undefined;
+    this._urls = undefined;
+    if (firstError) throw firstError;
+  }
+
+  private async startOne(service: Service, host: string, port: number | undefined): Promise<void> {
+    await service.start({ host, port: port ?? 0 });
+    this.started.push(service);
+  }
+}

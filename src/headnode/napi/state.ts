@@ -1,0 +1,185 @@
+/**
+ * Everything the dev NAPI knows, in memory, plus its persisted form. Nic tags, networks
+ * and NICs are stored; each network's IP table is rebuilt at load from what determines it
+ * (the network's own reserved addresses, the NICs holding addresses, and the freed list),
+ * so a NIC and its address can never disagree after a crash. The whole state is one
+ * document ("napi"), written atomically.
+ */
+import { broadcastAddress, cidrContains, formatIpv4, parseIpv4 } from './addr.js';
+import { cidrOf, type IpRecord, type NetworkRecord, type NicRecord, type NicTagRecord } from './model.js';
+
+export interface NapiSnapshot {
+  version: 1;
+  nic_tags: NicTagRecord[];
+  networks: NetworkRecord[];
+  nics: NicRecord[];
+  /** network uuid -> dotted IP -> when it was freed (ms). */
+  freed: Record<string, Record<string, number>>;
+}
+
+export class NapiState {
+  readonly nicTags = new Map<string, NicTagRecord>();
+  readonly networks = new Map<string, NetworkRecord>();
+  readonly nics = new Map<number, NicRecord>();
+  /** network uuid -> ip -> record. */
+  private readonly ips = new Map<string, Map<number, IpRecord>>();
+  readonly adminUuid: string;
+
+  constructor(adminUuid: string) {
+    this.adminUuid = adminUuid;
+  }
+
+  // --- networks and their IP tables
+
+  addNetwork(net: NetworkRecord): void {
+    this.networks.set(net.uuid, net);
+    this.ips.set(net.uuid, this.staticIps(net));
+  }
+
+  removeNetwork(uuid: string): void {
+    this.networks.delete(uuid);
+    this.ips.delete(uuid);
+  }
+
+  /** Rebuild the reserved records of a network after its gateway/resolvers/range changed. */
+  refreshStaticIps(net: NetworkRecord): void {
+    const table = this.ipTable(net.uuid);
+    for (const [ip, rec] of [...table]) {
+      if (rec.belongs_to_type === 'other' && rec.belongs_to_uuid === this.adminUuid && rec.reserved) table.delete(ip);
+      else if (!rec.reserved && rec.belongs_to_uuid === undefined && rec.freed_at === undefined) table.delete(ip);
+    }
+    for (const [ip, rec] of this.staticIps(net)) if (!table.has(ip)) table.set(ip, rec);
+  }
+
+  /**
+   * The records NAPI creates with a network: the gateway, resolvers inside the subnet and
+   * the broadcast address (admin-reserved), and placeholders just outside the provision
+   * range (markers for the gap search).
+   */
+  private staticIps(net: NetworkRecord): Map<number, IpRecord> {
+    const table = new Map<number, IpRecord>();
+    const reserve = (ip: number): void => {
+      if (!table.has(ip)) {
+        table.set(ip, { ip, reserved: true, belongs_to_type: 'other', belongs_to_uuid: this.adminUuid, owner_uuid: this.adminUuid });
+      }
+    };
+    const cidr = cidrOf(net);
+    if (net.gateway !== undefined) reserve(net.gateway);
+    for (const r of net.resolvers) if (cidrContains(cidr, r)) reserve(r);
+    reserve(broadcastAddress(cidr));
+    for (const ip of [net.provision_start_ip - 1, net.provision_end_ip + 1]) {
+      if (!table.has(ip) && ip >= 0 && ip <= 0xffffffff) table.set(ip, { ip, reserved: false });
+    }
+    return table;
+  }
+
+  ipTable(networkUuid: string): Map<number, IpRecord> {
+    let t = this.ips.get(networkUuid);
+    if (!t) {
+      t = new Map();
+      this.ips.set(networkUuid, t);
+    }
+    return t;
+  }
+
+  getIp(networkUuid: string, ip: number): IpRecord | undefined {
+    return this.ips.get(networkUuid)?.get(ip);
+  }
+
+  /** NAPI's `provisionable()`: unowned, or an admin "other" reservation (gateway, resolver). */
+  isProvisionable(rec: IpRecord | undefined): boolean {
+    if (!rec || !rec.belongs_to_uuid || !rec.belongs_to_type) return true;
+    return rec.belongs_to_type === 'other' && rec.belongs_to_uuid === this.adminUuid;
+  }
+
+  /**
+   * The next address to hand out on a network, as NAPI picks it: the lowest address in
+   * the provision range with no record at all, else the unreserved freed address that was
+   * freed longest ago; undefined when the range is full.
+   */
+  nextFreeIp(net: NetworkRecord): number | undefined {
+    const table = this.ipTable(net.uuid);
+    for (let ip = net.provision_start_ip; ip <= net.provision_end_ip; ip++) {
+      if (!table.has(ip)) return ip;
+    }
+    let best: IpRecord | undefined;
+    for (const rec of table.values()) {
+      if (rec.ip < net.provision_start_ip || rec.ip > net.provision_end_ip) continue;
+      if (rec.reserved || rec.belongs_to_uuid !== undefined) continue;
+      if (!best || (rec.freed_at ?? 0) < (best.freed_at ?? 0)) best = rec;
+    }
+    return best?.ip;
+  }
+
+  assignIp(networkUuid: string, ip: number, owner: { belongs_to_type: string; belongs_to_uuid: string; owner_uuid: string }, reserved?: boolean): void {
+    const table = this.ipTable(networkUuid);
+    const prev = table.get(ip);
+    table.set(ip, {
+      ip,
+      reserved: reserved ?? prev?.reserved ?? false,
+      belongs_to_type: owner.belongs_to_type,
+      belongs_to_uuid: owner.belongs_to_uuid,
+      owner_uuid: owner.owner_uuid,
+    });
+  }
+
+  /** NAPI's `unassignBatch`: reserved addresses keep their owner_uuid. */
+  unassignIp(networkUuid: string, ip: number, now: number): void {
+    const table = this.ipTable(networkUuid);
+    const prev = table.get(ip);
+    const rec: IpRecord = { ip, reserved: prev?.reserved ?? false, freed_at: now };
+    if (prev?.reserved && prev.owner_uuid) rec.owner_uuid = prev.owner_uuid;
+    table.set(ip, rec);
+  }
+
+  ipRecords(networkUuid: string): IpRecord[] {
+    return [...this.ipTable(networkUuid).values()].sort((a, b) => a.ip - b.ip);
+  }
+
+  // --- persistence
+
+  snapshot(): NapiSnapshot {
+    const freed: NapiSnapshot['freed'] = {};
+    for (const [uuid, table] of this.ips) {
+      for (const rec of table.values()) {
+        if (rec.freed_at !== undefined && rec.belongs_to_uuid === undefined) {
+          (freed[uuid] ??= {})[formatIpv4(rec.ip)] = rec.freed_at;
+        }
+      }
+    }
+    return {
+      version: 1,
+      nic_tags: [...this.nicTags.values()],
+      networks: [...this.networks.values()],
+      nics: [...this.nics.values()],
+      freed,
+    };
+  }
+
+  /** Load a stored snapshot (validated by shape; a damaged one throws). */
+  restore(doc: unknown): void {
+    const snap = doc as Partial<NapiSnapshot>;
+    if (!snap || typeof snap !== 'object' || snap.version !== 1 || !Array.isArray(snap.nic_tags) || !Array.isArray(snap.networks) || !Array.isArray(snap.nics)) {
+      throw new Error('the stored NAPI state is not a version 1 document');
+    }
+    this.nicTags.clear();
+    this.networks.clear();
+    this.nics.clear();
+    this.ips.clear();
+    for (const t of snap.nic_tags) this.nicTags.set(t.name, t);
+    for (const n of snap.networks) this.addNetwork(n);
+    for (const [uuid, ips] of Object.entries(snap.freed ?? {})) {
+      if (!this.networks.has(uuid)) continue;
+      for (const [ipText, at] of Object.entries(ips)) {
+        const ip = parseIpv4(ipText);
+        if (ip !== undefined) this.unassignIp(uuid, ip, at);
+      }
+    }
+    for (const nic of snap.nics) {
+      this.nics.set(nic.mac, nic);
+      if (nic.ip !== undefined && nic.network_uuid && this.networks.has(nic.network_uuid)) {
+        this.assignIp(nic.network_uuid, nic.ip, nic);
+      }
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export { VmapiService, type VmapiServiceOptions } from './service.js';
+export { translateVm } from './translate.js';

@@ -1,0 +1,268 @@
+/**
+ * A small in-process stand-in for the workflow API behind VMAPI: jobs with the wf-api
+ * shape VMAPI's `/jobs` renders (`{name, uuid, execution, params, exec_after, created_at,
+ * timeout, chain_results}`), run by one runner with bounded concurrency, one job at a time
+ * per VM (VMAPI serialises VM actions with CNAPI waitlist tickets), each a chain of named
+ * steps whose results and error land in `chain_results` as node-workflow records them.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../common/log.js';
+
+export type Execution = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+
+export interface ChainResult {
+  result: string;
+  error: string | { name: string; message: string };
+  name: string;
+  started_at: string;
+  finished_at: string;
+}
+
+export interface JobRecord {
+  uuid: string;
+  name: string;
+  execution: Execution;
+  params: Record<string, unknown>;
+  exec_after: string;
+  created_at: string;
+  timeout: number;
+  chain_results: ChainResult[];
+  onerror_results?: ChainResult[];
+  /** When the job ended (not rendered by VMAPI, kept for waiters and cleanup). */
+  elapsed?: number;
+}
+
+/** What a step sees: the job's params and a scratch space shared by the chain. */
+export interface JobContext {
+  job: JobRecord;
+  params: Record<string, unknown>;
+  /** Per-run state that is not part of the rendered job (task ids, the finished VM...). */
+  state: Record<string, unknown>;
+  log: Logger;
+}
+
+export interface Step {
+  name: string;
+  /** Resolves with the step's result message; throws to fail the job. */
+  body: (ctx: JobContext) => Promise<string>;
+}
+
+export interface WorkflowDef {
+  /** e.g. 'start-7.0.8' (the workflow's name-version, as wf-api shows it). */
+  name: string;
+  timeout: number;
+  chain: Step[];
+  /** Run after a failed chain step (errors here are recorded, never thrown). */
+  onerror?: Step[];
+}
+
+/** Params VMAPI hides from job output (`sanitizeJobParams`). */
+const SENSITIVE = ['dapi_url', 'napi_url', 'cnapi_url', 'vmapi_url', 'expects'];
+
+export function renderJob(job: JobRecord): Record<string, unknown> {
+  const params = { ...job.params };
+  for (const k of SENSITIVE) delete params[k];
+  return {
+    name: job.name,
+    uuid: job.uuid,
+    execution: job.execution,
+    params,
+    exec_after: job.exec_after,
+    created_at: job.created_at,
+    timeout: job.timeout,
+    chain_results: job.chain_results,
+  };
+}
+
+export class JobRunner {
+  private readonly jobs = new Map<string, JobRecord>();
+  private readonly defs = new Map<string, WorkflowDef>();
+  private readonly queue: (() => void)[] = [];
+  private readonly vmTails = new Map<string, Promise<void>>();
+  private readonly waiters = new Map<string, Set<(j: JobRecord) => void>>();
+  private readonly log: Logger;
+  private readonly concurrency: number;
+  private readonly maxRecords: number;
+  private readonly onChange: () => void;
+  private running = 0;
+  private stopped = false;
+  stats = { succeeded: 0, failed: 0 };
+
+  constructor(opts: { log: Logger; concurrency?: number; maxRecords?: number; onChange: () => void }) {
+    this.log = opts.log;
+    this.concurrency = opts.concurrency ?? 32;
+    this.maxRecords = opts.maxRecords ?? 5_000;
+    this.onChange = opts.onChange;
+  }
+
+  get(uuid: string): JobRecord | undefined {
+    return this.jobs.get(uuid);
+  }
+
+  /** Jobs, newest first, optionally for one VM / one execution state / one task. */
+  list(f: { vm_uuid?: string; execution?: string; task?: string } = {}): JobRecord[] {
+    return [...this.jobs.values()]
+      .filter(
+        (j) =>
+          (!f.vm_uuid || j.params.vm_uuid === f.vm_uuid) &&
+          (!f.execution || j.execution === f.execution) &&
+          (!f.task || j.params.task === f.task),
+      )
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  }
+
+  /** Queue a job; it starts when a slot is free and no earlier job of its VM is unfinished. */
+  create(def: WorkflowDef, params: Record<string, unknown>): JobRecord {
+    const now = new Date().toISOString();
+    const job: JobRecord = {
+      uuid: randomUUID(),
+      name: def.name,
+      execution: 'queued',
+      params,
+      exec_after: now,
+      created_at: now,
+      timeout: def.timeout,
+      chain_results: [],
+    };
+    this.jobs.set(job.uuid, job);
+    this.trim();
+    this.onChange();
+    const vm = typeof params.vm_uuid === 'string' ? params.vm_uuid : undefined;
+    const prev = (vm && this.vmTails.get(vm)) || Promise.resolve();
+    const run = prev.then(() => this.slot(() => this.execute(def, job)));
+    if (vm) {
+      const tail = run.finally(() => {
+        if (this.vmTails.get(vm) === tail) this.vmTails.delete(vm);
+      });
+      this.vmTails.set(vm, tail);
+    }
+    return job;
+  }
+
+  /** Resolves when the job has ended (or at once if it has). */
+  wait(uuid: string): Promise<JobRecord | undefined> {
+    const job = this.jobs.get(uuid);
+    if (!job || isFinished(job.execution)) return Promise.resolve(job);
+    return new Promise((resolve) => {
+      let set = this.waiters.get(uuid);
+      if (!set) this.waiters.set(uuid, (set = new Set()));
+      set.add(resolve);
+    });
+  }
+
+  snapshot(): JobRecord[] {
+    return [...this.jobs.values()];
+  }
+
+  /** Reload jobs; ones that were queued or running when the headnode stopped are failed. */
+  restore(list: unknown): void {
+    this.jobs.clear();
+    if (!Array.isArray(list)) return;
+    for (const j of list as JobRecord[]) {
+      if (!j || typeof j.uuid !== 'string') continue;
+      if (!isFinished(j.execution)) {
+        const ts = new Date().toISOString();
+        j.execution = 'failed';
+        j.chain_results = [
+          ...(j.chain_results ?? []),
+          {
+            result: '',
+            error: { name: 'Error', message: 'headnode restarted while the job ran' },
+            name: 'headnode.restart',
+            started_at: ts,
+            finished_at: ts,
+          },
+        ];
+      }
+      this.jobs.set(j.uuid, j);
+    }
+  }
+
+  /** Stop taking new work; jobs in flight finish on their own (their HTTP calls end with the peers). */
+  stop(): void {
+    this.stopped = true;
+    for (const start of this.queue.splice(0)) start();
+  }
+
+  private slot(fn: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const start = (): void => {
+        this.running++;
+        fn().finally(() => {
+          this.running--;
+          this.queue.shift()?.();
+          resolve();
+        });
+      };
+      if (this.running < this.concurrency || this.stopped) start();
+      else this.queue.push(start);
+    });
+  }
+
+  private async execute(def: WorkflowDef, job: JobRecord): Promise<void> {
+    const log = this.log.child({ job_uuid: job.uuid, workflow: def.name });
+    const ctx: JobContext = { job, params: job.params, state: {}, log };
+    job.execution = 'running';
+    this.onChange();
+    const started = Date.now();
+    let failed = false;
+    for (const step of def.chain) {
+      if (this.stopped) {
+        failed = true;
+        job.chain_results.push(result(step.name, '', new Error('headnode stopped')));
+        break;
+      }
+      const at = new Date().toISOString();
+      try {
+        const msg = await step.body(ctx);
+        job.chain_results.push({ result: msg, error: '', name: step.name, started_at: at, finished_at: new Date().toISOString() });
+      } catch (err) {
+        failed = true;
+        log.warn({ err, step: step.name }, 'job step failed');
+        job.chain_results.push({ ...result(step.name, '', err), started_at: at });
+        break;
+      }
+      this.onChange();
+    }
+    if (failed && def.onerror) {
+      job.onerror_results = [];
+      for (const step of def.onerror) {
+        const at = new Date().toISOString();
+        try {
+          const msg = await step.body(ctx);
+          job.onerror_results.push({ result: msg, error: '', name: step.name, started_at: at, finished_at: new Date().toISOString() });
+        } catch (err) {
+          log.warn({ err, step: step.name }, 'job onerror step failed');
+          job.onerror_results.push({ ...result(step.name, '', err), started_at: at });
+        }
+      }
+    }
+    job.execution = failed ? 'failed' : 'succeeded';
+    job.elapsed = (Date.now() - started) / 1000;
+    this.stats[failed ? 'failed' : 'succeeded']++;
+    this.onChange();
+    const set = this.waiters.get(job.uuid);
+    if (set) {
+      this.waiters.delete(job.uuid);
+      for (const w of set) w(job);
+    }
+  }
+
+  private trim(): void {
+    if (this.jobs.size <= this.maxRecords) return;
+    for (const [id, j] of this.jobs) {
+      if (this.jobs.size <= this.maxRecords) break;
+      if (isFinished(j.execution)) this.jobs.delete(id);
+    }
+  }
+}
+
+function isFinished(e: Execution): boolean {
+  return e === 'succeeded' || e === 'failed' || e === 'canceled';
+}
+
+function result(name: string, msg: string, err: unknown): ChainResult {
+  const ts = new Date().toISOString();
+  const message = err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err);
+  return { result: msg, error: { name: err instanceof Error ? err.name : 'Error', message }, name, started_at: ts, finished_at: ts };
+}

@@ -1,0 +1,108 @@
+/**
+ * The dev headnode's VMAPI: the VM store vm-agent and the workflows write, ListVms/GetVm
+ * for consumers, and the VM actions as in-process jobs that drive CNAPI, NAPI and IMGAPI
+ * over HTTP exactly as VMAPI's workflows do. State (VMs, jobs) lives in two documents of
+ * the headnode store.
+ */
+import { JsonHttpClient } from '../../common/http-client.js';
+import type { Logger } from '../../common/log.js';
+import { closeServer, createRestifyServer, listen, type RestifyServer } from '../cnapi/http-util.js';
+import type { HeadnodeStore, StateDocument } from '../store.js';
+import type { VmapiContext } from './context.js';
+import { JobRunner } from './jobs.js';
+import { Peers } from './peers.js';
+import { mountJobRoutes } from './routes-jobs.js';
+import { mountVmRoutes } from './routes-vms.js';
+import { VmRegistry } from './vms.js';
+import { workflows, type WorkflowEnv } from './workflows.js';
+
+export interface VmapiServiceOptions {
+  log: Logger;
+  store: HeadnodeStore;
+  cnapiUrl: string;
+  napiUrl: string;
+  imgapiUrl: string;
+  /** Jobs running at once (all VMs together); default 32. */
+  jobConcurrency?: number;
+}
+
+export class VmapiService {
+  private readonly log: Logger;
+  private readonly http: JsonHttpClient;
+  private readonly vms = new VmRegistry();
+  private readonly jobs: JobRunner;
+  private readonly vmDoc: StateDocument;
+  private readonly jobDoc: StateDocument;
+  private readonly peers: Peers;
+  private server: RestifyServer | undefined;
+  private _url: string | undefined;
+
+  constructor(opts: VmapiServiceOptions) {
+    this.log = opts.log.child({ component: 'vmapi' });
+    this.http = new JsonHttpClient({ maxSockets: 512, timeoutMs: 60_000, userAgent: 'vmapi/9.16.0 (mockcloud)' });
+    const trim = (u: string): string => u.replace(/\/+$/, '');
+    this.peers = new Peers(this.http, {
+      cnapi: trim(opts.cnapiUrl),
+      napi: trim(opts.napiUrl),
+      imgapi: trim(opts.imgapiUrl),
+    });
+    this.vmDoc = opts.store.document('vmapi-vms', () => ({ vms: this.vms.snapshot() }), { lazyDelayMs: 200 });
+    // Jobs: the newest 5000 are kept, saved at most once a second (nobody waits on them).
+    this.jobDoc = opts.store.document('vmapi-jobs', () => ({ jobs: this.jobs.snapshot() }), { lazyDelayMs: 1000 });
+    this.jobs = new JobRunner({
+      log: this.log,
+      concurrency: opts.jobConcurrency,
+      onChange: () => this.jobDoc.saveSoon(),
+    });
+  }
+
+  get url(): string {
+    if (!this._url) throw new Error('VMAPI is not started');
+    return this._url;
+  }
+
+  stats(): Record<string, number> {
+    return { vms: this.vms.size, jobs_succeeded: this.jobs.stats.succeeded, jobs_failed: this.jobs.stats.failed };
+  }
+
+  async start(opts: { host: string; port: number }): Promise<void> {
+    const vdoc = (await this.vmDoc.load()) as { vms?: unknown } | undefined;
+    this.vms.restore(vdoc?.vms);
+    const jdoc = (await this.jobDoc.load()) as { jobs?: unknown } | undefined;
+    this.jobs.restore(jdoc?.jobs);
+
+    const env: WorkflowEnv = {
+      peers: this.peers,
+      vms: this.vms,
+      log: this.log,
+      saveVms: () => this.vmDoc.save(),
+    };
+    const ctx: VmapiContext = {
+      log: this.log,
+      vms: this.vms,
+      jobs: this.jobs,
+      peers: this.peers,
+      workflows: workflows(env),
+      env,
+      url: () => this.url,
+      saveVms: () => this.vmDoc.save(),
+    };
+    const server = createRestifyServer({ name: 'vmapi', log: this.log });
+    mountVmRoutes(server, ctx);
+    mountJobRoutes(server, ctx);
+    this._url = await listen(server, opts.host, opts.port);
+    this.server = server;
+    this.log.info({ url: this._url, vms: this.vms.size }, 'VMAPI listening');
+  }
+
+  async stop(): Promise<void> {
+    this.jobs.stop();
+    if (this.server) await closeServer(this.server);
+    this.server = undefined;
+    this.http.close();
+    await Promise.all([
+      this.vmDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving VMs failed')),
+      this.jobDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving jobs failed')),
+    ]);
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The MockCn implementation: one small object per CN holding its data. Everything that ticks or
+ * talks (status reports, sysinfo registration, the agents POST) is done by the shared services
+ * behind `MockCnHooks`; a CN only tells them what changed.
+ */
+import type { Sysinfo } from '../common/sysinfo.js';
+import type { VmStore } from '../vmadm/types.js';
+import { readAgents } from './agents-dir.js';
+import { readSysinfoFile } from './sysinfo-file.js';
+import type { AgentAddress, AgentRecord, MockCn, ServerPaths } from './types.js';
+
+/** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
+export interface MockCnHooks {
+  statusDirty(cn: MockCn): void;
+  sysinfoChanged(cn: MockCn): void;
+  postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void>;
+}
+
+/** Hooks that do nothing: for a CN that is not (yet) attached to the daemon's services. */
+export const DETACHED_HOOKS: MockCnHooks = {
+  statusDirty: () => undefined,
+  sysinfoChanged: () => undefined,
+  postAgents: async () => undefined,
+};
+
+export interface MockCnInit {
+  uuid: string;
+  paths: ServerPaths;
+  vms: VmStore;
+  sysinfo: Sysinfo;
+  agents?: readonly AgentRecord[];
+  hooks?: MockCnHooks;
+}
+
+export class MockCnImpl implements MockCn {
+  readonly uuid: string;
+  readonly paths: ServerPaths;
+  readonly vms: VmStore;
+  sysinfo: Sysinfo;
+  registered = false;
+  draining = false;
+  agents: readonly AgentRecord[];
+  hooks: MockCnHooks;
+  private address: AgentAddress | undefined;
+
+  constructor(init: MockCnInit) {
+    this.uuid = init.uuid;
+    this.paths = init.paths;
+    this.vms = init.vms;
+    this.sysinfo = init.sysinfo;
+    this.agents = init.agents ?? [];
+    this.hooks = init.hooks ?? DETACHED_HOOKS;
+  }
+
+  get agentAddress(): AgentAddress | undefined {
+    return this.address;
+  }
+
+  /** Setting the address also sets sysinfo's `CN Agent IP` / `CN Agent Port` (what CNAPI gets). */
+  set agentAddress(address: AgentAddress | undefined) {
+    this.address = address;
+    applyAgentAddress(this.sysinfo, address);
+  }
+
+  get hostname(): string {
+    return typeof this.sysinfo.Hostname === 'string' ? this.sysinfo.Hostname : '';
+  }
+
+  markStatusDirty(): void {
+    this.hooks.statusDirty(this);
+  }
+
+  async reloadSysinfo(): Promise<void> {
+    const fresh = await readSysinfoFile(this.paths.sysinfo, this.uuid);
+    applyAgentAddress(fresh, this.address);
+    this.sysinfo = fresh;
+    this.hooks.sysinfoChanged(this);
+  }
+
+  async refreshAgents(): Promise<AgentRecord[]> {
+    const agents = await readAgents(this.paths.agents);
+    this.agents = agents;
+    await this.hooks.postAgents(this, agents);
+    return agents;
+  }
+
+  /** The version of an installed agent, e.g. for a User-Agent header. */
+  agentVersion(name: string): string | undefined {
+    return this.agents.find((a) => a.name === name)?.version;
+  }
+}
+
+function applyAgentAddress(sysinfo: Sysinfo, address: AgentAddress | undefined): void {
+  if (address) {
+    sysinfo['CN Agent IP'] = address.ip;
+    sysinfo['CN Agent Port'] = address.port;
+  } else {
+    delete sysinfo['CN Agent IP'];
+    delete sysinfo['CN Agent Port'];
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Creating, finding and removing server directories, durably.
+ *
+ * Creation is staged: `servers/.creating-<uuid>/` first holds `create.json` (what was
+ * allocated outside, e.g. the admin NIC's MAC in NAPI, so a crash can be cleaned up), then
+ * every file of the server; everything is fsynced and the dir is renamed to `servers/<uuid>/`
+ * in one step. A server dir named by a UUID is therefore always complete; a crash leaves only
+ * a `.creating-` dir, which the daemon finds at start (`scanServers`) and cleans up.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { fsyncDir, writeFileDurable } from '../common/durable-file.js';
+import { MockcloudError } from '../common/errors.js';
+import type { Sysinfo } from '../common/sysinfo.js';
+import { builtinAgentFiles } from './agents-dir.js';
+import {
+  classifyServerEntry,
+  CREATE_MARKER_FILE,
+  creatingDir,
+  deletingDir,
+  serverPaths,
+  serversDir,
+  SYSINFO_FILE,
+} from './layout.js';
+import { serializeNewSysinfo } from './sysinfo-template.js';
+
+/** What `create.json` records while a server is being created. */
+export interface CreateMarker {
+  uuid: string;
+  startedAt: string;
+  /** MACs of NICs this creation may have allocated in NAPI (delete them when aborting). */
+  napiMacs: string[];
+}
+
+/** Step 1: claim the uuid and record what is about to be allocated. */
+export async function beginServerCreation(dataDir: string, marker: CreateMarker): Promise<void> {
+  const root = serversDir(dataDir);
+  await fsp.mkdir(root, { recursive: true });
+  const staging = creatingDir(dataDir, marker.uuid);
+  try {
+    await fsp.mkdir(staging);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new MockcloudError('Conflict', `server ${marker.uuid} is already being created`);
+    }
+    throw err;
+  }
+  // The marker matters only when something outside must be undone after a crash; without it
+  // an interrupted staging dir is simply removed at the next start.
+  if (marker.napiMacs.length === 0) return;
+  await writeFileDurable(path.join(staging, CREATE_MARKER_FILE), `${JSON.stringify(marker)}\n`);
+  await fsyncDir(root);
+}
+
+/**
+ * Step 2: write sysinfo.json, the built-in agents, `vms/` and `logs/cn-agent/` into the
+ * staging dir, make them durable and publish the server under its uuid.
+ */
+export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): Promise<void> {
+  const uuid = sysinfo.UUID;
+  const staging = creatingDir(dataDir, uuid);
+  const final = serverPaths(dataDir, uuid).dir;
+  await fsp.rm(path.join(staging, CREATE_MARKER_FILE), { force: true });
+
+  const files = [{ relPath: SYSINFO_FILE, content: serializeNewSysinfo(sysinfo) }, ...builtinAgentFiles()];
+  const dirs = new Set<string>([staging, path.join(staging, 'agents')]);
+  for (const f of files) dirs.add(path.dirname(path.join(staging, f.relPath)));
+  await Promise.all([...dirs].map((d) => fsp.mkdir(d, { recursive: true })));
+  await Promise.all([
+    fsp.mkdir(path.join(staging, 'vms')),
+    fsp.mkdir(path.join(staging, 'logs', 'cn-agent'), { recursive: true }),
+    ...files.map((f) => writeAndSync(path.join(staging, f.relPath), f.content)),
+  ]);
+  // Directory entries (the agent dirs, vms/, logs/) are durable once their parents are synced.
+  dirs.add(path.join(staging, 'logs'));
+  await Promise.all([...dirs].map((d) => fsyncDir(d)));
+  try {
+    await fsp.rename(staging, final);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTEMPTY') {
+      throw new MockcloudError('Conflict', `server ${uuid} already exists`);
+    }
+    throw err;
+  }
+  await fsyncDir(serversDir(dataDir));
+}
+
+/** Give up a creation: remove its staging dir (NAPI cleanup is the caller's). */
+export async function abortServerCreation(dataDir: string, uuid: string): Promise<void> {
+  await fsp.rm(creatingDir(dataDir, uuid), { recursive: true, force: true });
+}
+
+export async function readCreateMarker(dataDir: string, uuid: string): Promise<CreateMarker | undefined> {
+  try {
+    const text = await fsp.readFile(path.join(creatingDir(dataDir, uuid), CREATE_MARKER_FILE), 'utf8');
+    const value = JSON.parse(text) as CreateMarker;
+    if (!Array.isArray(value.napiMacs)) return undefined;
+    return { uuid, startedAt: String(value.startedAt), napiMacs: value.napiMacs.filter((m) => typeof m === 'string') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Remove a server's directory: renamed away first (atomic), then deleted. */
+export async function removeServerDir(dataDir: string, uuid: string): Promise<void> {
+  const dir = serverPaths(dataDir, uuid).dir;
+  const doomed = deletingDir(dataDir, uuid);
+  try {
+    await fsp.rename(dir, doomed);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await fsyncDir(serversDir(dataDir));
+  await fsp.rm(doomed, { recursive: true, force: true });
+}
+
+export interface ServerScan {
+  /** uuid-named dirs: servers (maybe broken; loading tells). */
+  servers: string[];
+  /** Interrupted creations. */
+  creating: string[];
+  /** Interrupted removals. */
+  deleting: string[];
+  /** Anything else in servers/ (ignored, reported). */
+  other: string[];
+}
+
+export async function scanServers(dataDir: string): Promise<ServerScan> {
+  const scan: ServerScan = { servers: [], creating: [], deleting: [], other: [] };
+  let entries: string[];
+  try {
+    entries = await fsp.readdir(serversDir(dataDir));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return scan;
+    throw err;
+  }
+  for (const name of entries.sort()) {
+    const { kind, uuid } = classifyServerEntry(name);
+    if (kind === 'server') scan.servers.push(uuid!);
+    else if (kind === 'creating') scan.creating.push(uuid!);
+    else if (kind === 'deleting') scan.deleting.push(uuid!);
+    else scan.other.push(name);
+  }
+  return scan;
+}
+
+export async function finishInterruptedRemoval(dataDir: string, uuid: string): Promise<void> {
+  await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
+}
+
+async function writeAndSync(file: string, content: string): Promise<void> {
+  const fh = await fsp.open(file, 'wx', 0o644);
+  try {
+    await fh.writeFile(content);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Building a new mock CN's sysinfo: the original mockcloud template (cn-agent-spec §5.3), key
+ * for key and in the same order, filled from a hardware profile.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Sysinfo, SysinfoDisk, SysinfoNetworkInterface } from '../common/sysinfo.js';
+import type { HardwareProfile } from './profiles.js';
+
+export interface SysinfoInputs {
+  uuid: string;
+  profile: HardwareProfile;
+  datacenterName: string;
+  /** Used when the profile names no platform. */
+  platform: string;
+  /** dnet0, the admin NIC. */
+  adminMac: string;
+  /** The IP NAPI allocated to the admin NIC. */
+  adminIp: string;
+  /** dnet1, an untagged NIC (add_externals tags it later). */
+  extraMac: string;
+  /** Hostname prefix; the original's is "VC". */
+  hostnamePrefix?: string;
+  /** Creation time in ms since the epoch; now by default. */
+  now?: number;
+}
+
+/** The OUI the original used for mock CN NICs. */
+export const MOCK_MAC_OUI = '00:10:fe';
+
+export function randomMockMac(): string {
+  const b = randomBytes(3);
+  return `${MOCK_MAC_OUI}:${[...b].map((x) => x.toString(16).padStart(2, '0')).join(':')}`;
+}
+
+/** `c<idx>t5000<6 upper-case hex>d0`, like the original's disk names. */
+export function randomDiskNames(count: number): string[] {
+  const names: string[] = [];
+  const seen = new Set<string>();
+  while (names.length < count) {
+    const name = `c${names.length}t5000${randomBytes(3).toString('hex').toUpperCase()}d0`;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    names.push(name);
+  }
+  return names;
+}
+
+export function hostnameFor(uuid: string, prefix = 'VC'): string {
+  return `${prefix}${uuid.slice(0, 8).toUpperCase()}`;
+}
+
+export function buildSysinfo(input: SysinfoInputs): Sysinfo {
+  const p = input.profile;
+  const nowSec = Math.floor((input.now ?? Date.now()) / 1000);
+  const diskNames = randomDiskNames(p.diskCount);
+  const disks: Record<string, SysinfoDisk> = {};
+  for (const name of diskNames) disks[name] = { 'Size in GB': p.diskSizeGB };
+  const nics: Record<string, SysinfoNetworkInterface> = {
+    dnet0: { ip4addr: input.adminIp, 'Link Status': 'up', 'NIC Names': ['admin'], 'MAC Address': input.adminMac },
+    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': [], 'MAC Address': input.extraMac },
+  };
+  return {
+    'System Type': 'Virtual',
+    'SDC Version': '7.0',
+    Manufacturer: p.manufacturer,
+    Product: p.product,
+    'SKU Number': p.skuNumber,
+    'HW Version': p.hwVersion,
+    'HW Family': p.hwFamily,
+    Setup: 'true',
+    'VM Capable': true,
+    'Bhyve Capable': true,
+    'Bhyve Max Vcpus': p.bhyveMaxVcpus,
+    'CPU Type': p.cpuType,
+    'CPU Virtualization': p.cpuVirtualization,
+    'CPU Physical Cores': p.cpuPhysicalCores,
+    'CPU Total Cores': p.cpuTotalCores,
+    'MiB of Memory': String(p.memoryMiB),
+    Zpool: 'zones',
+    'Zpool Disks': diskNames.join(','),
+    'Zpool Profile': p.zpoolProfile,
+    Disks: disks,
+    'Boot Parameters': { console: 'ttyb', boot_args: '', bootargs: '' },
+    'SDC Agents': [],
+    'Network Interfaces': nics,
+    'Virtual Network Interfaces': {},
+    'Link Aggregations': {},
+    'Datacenter Name': input.datacenterName,
+    UUID: input.uuid,
+    'Admin IP': input.adminIp,
+    'Zpool Size in GiB': p.zpoolSizeGiB,
+    'Live Image': p.platform ?? input.platform,
+    // A string, as the original wrote it ("goofy, but compatible").
+    'Boot Time': String(nowSec),
+    Hostname: hostnameFor(input.uuid, input.hostnamePrefix),
+    'Serial Number': input.uuid.slice(0, 8).toUpperCase(),
+    'Zpool Creation': nowSec,
+  };
+}
+
+/** sysinfo.json as create-server wrote it: 4-space indent and a trailing newline. */
+export function serializeNewSysinfo(sysinfo: Sysinfo): string {
+  return `${JSON.stringify(sysinfo, null, 4)}\n`;
+}

@@ -1,0 +1,224 @@
+/**
+ * The benchmark's arithmetic and outputs from known inputs: percentiles, /proc parsing, the
+ * verdicts against the issue-7 targets, the table, the Markdown document, the SVG chart and the
+ * profile summaries.
+ */
+import { describe, expect, it } from 'vitest';
+import { renderChart } from '../../tools/bench/chart.js';
+import { renderMarkdown } from '../../tools/bench/markdown.js';
+import { parseSteps } from '../../tools/bench/options.js';
+import { cpuPercent, parseCpuSeconds } from '../../tools/bench/proc-stats.js';
+import { summarizeHeapSnapshot, summarizeProfile } from '../../tools/bench/profile.js';
+import { percentile, summarize } from '../../tools/bench/stats.js';
+import { renderTable } from '../../tools/bench/table.js';
+import { judgeTargets } from '../../tools/bench/targets.js';
+import type { BenchReport, StepResult } from '../../tools/bench/types.js';
+
+const KB = 1024;
+const MB = 1024 * 1024;
+
+function step(n: number, over: { rssPerCnKb: number; cpu: number; nopP99: number; gapMs?: number; perVmKb?: number }): StepResult {
+  const baseline = 60 * MB;
+  const rssPerCn = over.rssPerCnKb * KB;
+  return {
+    n,
+    ok: true,
+    errors: [],
+    seconds: 10,
+    baseline: { rssBytes: baseline, cpuPercent: 0.5 },
+    createServers: { requested: n, created: n, failed: 0, seconds: n / 400, perSecond: 400, nicAllocations: n },
+    start: { secondsToAllRegistered: 12, secondsToAllHeartbeated: 16, registered: n, heartbeating: n },
+    idle: {
+      rssBytes: baseline + n * rssPerCn,
+      rssPerCnBytes: rssPerCn,
+      cpuPercent: over.cpu,
+      windowSeconds: 30,
+      heartbeatsPerSecond: n / 5,
+      expectedHeartbeatsPerSecond: n / 5,
+      statusReportsPerSecond: n / 60,
+      worstHeartbeatGapMs: over.gapMs ?? 5100,
+      silentCns: 0,
+      cnapiErrors: 0,
+    },
+    tasks: {
+      nop: { count: 300, p50Ms: 1.2, p99Ms: over.nopP99, maxMs: 20, meanMs: 1.5, failed: 0, failures: [] },
+      machineCreate: { count: 300, p50Ms: 4, p99Ms: 12, maxMs: 30, meanMs: 5, failed: 0, failures: [] },
+    },
+    vms: {
+      perCn: 10,
+      target: n * 10,
+      created: n * 10,
+      failed: 0,
+      seconds: 100,
+      perSecond: (n * 10) / 100,
+      timedOut: false,
+      rssBeforeBytes: 0,
+      rssAfterCreateBytes: 0,
+      rssAfterRestartBytes: 0,
+      bytesPerVm: (over.perVmKb ?? 6) * KB,
+      secondsToAllHeartbeatedWithVms: 20,
+      vmapiVmsStored: n * 10,
+    },
+  };
+}
+
+function report(steps: StepResult[], heartbeatIntervalMs = 5000): BenchReport {
+  return {
+    version: 1,
+    startedAt: '2025-01-01T00:00:00.000Z',
+    finishedAt: '2025-01-01T00:10:00.000Z',
+    host: { cpus: 2, cpuModel: 'test cpu', memoryBytes: 24 * 2 ** 30, kernel: '6.1', node: 'v20' },
+    options: {
+      steps: steps.map((s) => s.n),
+      quick: false,
+      windowSeconds: 30,
+      settleSeconds: 6,
+      tasksPerKind: 300,
+      taskConcurrency: 8,
+      vmsPerCn: 10,
+      vmConcurrency: 32,
+      vmBudgetSeconds: 600,
+      keep: false,
+      profile: false,
+      bindIp: '127.0.0.1',
+      daemonLogLevel: 'warn',
+    },
+    heartbeatIntervalMs,
+    steps,
+  };
+}
+
+describe('statistics', () => {
+  it('takes nearest-rank percentiles', () => {
+    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(xs, 50)).toBe(50);
+    expect(percentile(xs, 99)).toBe(99);
+    expect(percentile(xs, 100)).toBe(100);
+    expect(percentile([7], 99)).toBe(7);
+    expect(Number.isNaN(percentile([], 50))).toBe(true);
+    const s = summarize([5, 1, 3, 2, 4]);
+    expect(s).toMatchObject({ count: 5, p50Ms: 3, p99Ms: 5, maxMs: 5, meanMs: 3 });
+  });
+
+  it('reads utime + stime from /proc/<pid>/stat even when the command name has spaces', () => {
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    const stat = '4242 (node (bench) x) S 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 11 0 99 1 1';
+    expect(parseCpuSeconds(stat, 100)).toBe(3);
+    expect(cpuPercent({ cpuSeconds: 1, atMs: 0 }, { cpuSeconds: 1.5, atMs: 2000 })).toBe(25);
+  });
+
+  it('parses --steps and refuses nonsense', () => {
+    expect(parseSteps('1000,100, 5000')).toEqual([100, 1000, 5000]);
+    expect(() => parseSteps('100,abc')).toThrow(/--steps/);
+    expect(() => parseSteps('0')).toThrow(/--steps/);
+    expect(() => parseSteps('20000')).toThrow(/--steps/);
+  });
+});
+
+describe('targets', () => {
+  it('judges the 10,000 step against the issue-7 targets', () => {
+    const r = report([step(100, { rssPerCnKb: 90, cpu: 1, nopP99: 2 }), step(10_000, { rssPerCnKb: 40, cpu: 60, nopP99: 12 })]);
+    const rows = new Map(judgeTargets(r).map((t) => [t.figure, t]));
+    expect(rows.get('RSS per idle CN')).toMatchObject({ verdict: 'met', atN: 10_000, atScale: true });
+    expect(rows.get('daemon CPU, idle')).toMatchObject({ verdict: 'missed' });
+    expect(rows.get('`nop` task p99')).toMatchObject({ verdict: 'missed' });
+    expect(rows.get('`machine_create` p99')).toMatchObject({ verdict: 'met' });
+    expect(rows.get('CNs in one daemon')).toMatchObject({ verdict: 'met' });
+    expect(rows.get('memory per VM')).toMatchObject({ verdict: 'met' });
+  });
+
+  it('does not call a fleet below 10,000 CNs, or one with a long heartbeat gap, a met scale target', () => {
+    const small = judgeTargets(report([step(200, { rssPerCnKb: 10, cpu: 1, nopP99: 1 })]));
+    const fleet = small.find((t) => t.figure === 'CNs in one daemon')!;
+    expect(fleet.verdict).toBe('missed');
+    expect(small.every((t) => t.atN === 200 && !t.atScale)).toBe(true);
+    const gappy = judgeTargets(report([step(10_000, { rssPerCnKb: 10, cpu: 1, nopP99: 1, gapMs: 12_000 })]));
+    expect(gappy.find((t) => t.figure === 'CNs in one daemon')!.verdict).toBe('missed');
+    const shortBeats = judgeTargets(report([step(10_000, { rssPerCnKb: 10, cpu: 1, nopP99: 1 })], 1000));
+    expect(shortBeats.find((t) => t.figure === 'CNs in one daemon')!.verdict).toBe('missed');
+  });
+
+  it('says "not measured" when the run has no figures', () => {
+    const failed: StepResult = { n: 100, ok: false, errors: ['boom'], seconds: 1 };
+    expect(judgeTargets(report([failed])).every((t) => t.verdict === 'not measured')).toBe(true);
+  });
+});
+
+describe('outputs', () => {
+  const r = report([
+    step(100, { rssPerCnKb: 30, cpu: 0.8, nopP99: 2 }),
+    step(1000, { rssPerCnKb: 25, cpu: 4, nopP99: 3 }),
+    step(10_000, { rssPerCnKb: 20, cpu: 35, nopP99: 6 }),
+  ]);
+
+  it('prints one column per N with the figures in it', () => {
+    const table = renderTable(r);
+    expect(table).toMatch(/N=100\s+N=1,000\s+N=10,000/);
+    expect(table).toMatch(/RSS per idle CN \(KB\)\s+30\.0\s+25\.0\s+20\.0/);
+    expect(table).toMatch(/nop p99 \(ms\)\s+2\.00\s+3\.00\s+6\.00/);
+  });
+
+  it('writes the document with targets side by side, every N, the chart and the closing note', () => {
+    const md = renderMarkdown({ report: r, chartRef: 'performance.svg', jsonRef: '../tools/bench/results/latest.json', analysis: 'Hand-written note.' });
+    expect(md).toContain('| RSS per idle CN | ≤ 50 KB | 20.0 KB | 10,000 | ✅ met |');
+    expect(md).toContain('| figure | N = 100 | N = 1,000 | N = 10,000 |');
+    expect(md).toContain('![Daemon RSS and idle CPU against the number of mock CNs](performance.svg)');
+    expect(md).toContain('Hand-written note.');
+    const missedRun = renderMarkdown({ report: report([step(10_000, { rssPerCnKb: 80, cpu: 10, nopP99: 2 })]), chartRef: 'c.svg', jsonRef: 'j.json' });
+    expect(missedRun).toMatch(/- \*\*RSS per idle CN\*\*: 80\.0 KB against ≤ 50 KB/);
+  });
+
+  it('draws RSS and CPU against N as a self-contained SVG', () => {
+    const svg = renderChart(r.steps, r.finishedAt);
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    // one point per measured N in each of the two panels
+    expect(svg.match(/<circle /g)).toHaveLength(6);
+    expect(svg).toContain('Daemon RSS, idle');
+    expect(svg).toContain('Daemon CPU, idle');
+    // the idle RSS at 10,000 CNs (60 MB + 10,000 x 20 KB) labels its point
+    expect(svg).toContain(`>${Math.round((60 * MB + 10_000 * 20 * KB) / MB)}<`);
+    // every opened element is closed
+    const opened = (svg.match(/<(g|svg|text|title)[ >]/g) ?? []).length;
+    const closed = (svg.match(/<\/(g|svg|text|title)>/g) ?? []).length;
+    expect(opened).toBe(closed);
+  });
+});
+
+describe('profile summaries', () => {
+  it('shares the busy CPU time among functions and files, leaving idle out', () => {
+    const frame = (functionName: string, url = '', lineNumber = 0) => ({ functionName, url, lineNumber });
+    const profile = {
+      nodes: [
+        { id: 1, callFrame: frame('(root)') },
+        { id: 2, callFrame: frame('(idle)') },
+        { id: 3, callFrame: frame('beat', 'file:///x/dist/src/agents/cn-agent/cnapi-reporter/reporter.js', 9) },
+        { id: 4, callFrame: frame('writev') },
+        { id: 5, callFrame: frame('send', 'file:///x/dist/src/agents/cn-agent/cnapi-reporter/reporter.js', 99) },
+      ],
+      startTime: 0,
+      endTime: 10_000_000,
+      // 6 idle samples, 3 in beat, 1 in send => busy 40 %
+      samples: [2, 2, 2, 2, 2, 2, 3, 3, 3, 5],
+    };
+    const s = summarizeProfile(profile);
+    expect(s.busyPercent).toBe(40);
+    expect(s.totalMs).toBe(10_000);
+    expect(s.top[0]).toEqual({ fn: 'beat', where: 'dist/src/agents/cn-agent/cnapi-reporter/reporter.js:10', selfPercent: 75 });
+    expect(s.top.find((t) => t.fn === '(idle)')).toBeUndefined();
+    expect(s.files[0]).toEqual({ file: 'dist/src/agents/cn-agent/cnapi-reporter/reporter.js', selfPercent: 100 });
+  });
+
+  it('sums heap self sizes by constructor', () => {
+    const snap = {
+      snapshot: { meta: { node_fields: ['type', 'name', 'id', 'self_size'], node_types: [['hidden', 'array', 'string', 'object', 'closure']] as [string[]] } },
+      strings: ['CnLink', 'Map', 'beat'],
+      // type, name, id, self_size
+      nodes: [3, 0, 1, 100, 3, 0, 2, 100, 3, 1, 3, 50, 2, 2, 4, 30, 4, 2, 5, 20],
+    };
+    const s = summarizeHeapSnapshot(snap);
+    expect(s.totalBytes).toBe(300);
+    expect(s.top[0]).toEqual({ kind: 'CnLink', bytes: 200, count: 2 });
+    expect(s.top.map((t) => t.kind)).toEqual(['CnLink', 'Map', '(string)', 'beat (closure)']);
+  });
+});

@@ -1,0 +1,423 @@
+/**
+ * The machine_* tasks over HTTP against the real file-backed vmadm, checked for what VMAPI's
+ * workflows and CNAPI read: `{vm}` with the full VM, the real error messages and restCodes,
+ * idempotency, and the real CN behaviour where the original dummy fell short (NIC gateways
+ * kept, missing nics allowed, include_dni honoured, machine_kill present, machine_update
+ * answering with the VM after its reboot). The original dummy vmadm reads what we wrote.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createQuietLogger } from '../../src/common/log.js';
+import { newUuid } from '../../src/common/uuid.js';
+import { Harness, history, listTree, postTask, provisionParams, type TestCn } from './helpers.js';
+
+const require = createRequire(import.meta.url);
+const DummyVmadm = require('vmadm/lib/index.dummy.js');
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('machine_* tasks', () => {
+  let h: Harness;
+  let cn: TestCn;
+
+  beforeAll(async () => {
+    h = await Harness.create();
+    cn = await h.addCn();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  async function create(overrides: Record<string, unknown> = {}) {
+    const params = provisionParams(cn.uuid, overrides);
+    const r = await postTask(cn, 'machine_create', params);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return { params, vm: r.body.vm };
+  }
+
+  describe('machine_create', () => {
+    it('creates the VM and answers {vm} with the full loaded VM', async () => {
+      const dirtyBefore = cn.hooks.statusDirtyCount;
+      const { params, vm } = await create();
+      expect(vm).toMatchObject({
+        uuid: params.uuid,
+        brand: 'joyent-minimal',
+        alias: 'test-vm',
+        owner_uuid: params.owner_uuid,
+        image_uuid: params.image_uuid,
+        state: 'running',
+        zone_state: 'running',
+        autoboot: true,
+        server_uuid: cn.uuid,
+        datacenter_name: 'coal',
+        zonename: params.uuid,
+        zonepath: `/zones/${params.uuid}`,
+        tags: { role: 'test' },
+        max_physical_memory: 256,
+        quota: 10,
+      });
+      expect(typeof vm.last_modified).toBe('string');
+      expect(typeof vm.create_timestamp).toBe('string');
+      expect(cn.cn.vms.get(params.uuid as string)).toBeDefined();
+      // Status reports follow VM changes.
+      expect(cn.hooks.statusDirtyCount).toBeGreaterThan(dirtyBefore);
+    });
+
+    it("keeps NIC gateway/gateways/ips and the payload's firewall_enabled and zfs_io_priority", async () => {
+      const { vm } = await create();
+      expect(vm.nics).toHaveLength(1);
+      const nic = vm.nics[0];
+      expect(nic).toMatchObject({
+        mac: '90:b8:d0:2f:0a:11',
+        ip: '10.88.88.6',
+        ips: ['10.88.88.6/24'],
+        gateway: '10.88.88.1',
+        gateways: ['10.88.88.1'],
+        netmask: '255.255.255.0',
+        nic_tag: 'external',
+        vlan_id: 0,
+        mtu: 1500,
+        primary: true,
+        network_uuid: 'c4a1b4c6-5f7e-4a9a-9b39-6a4b0a4c0d11',
+      });
+      // NAPI's bookkeeping is not vmadm's.
+      for (const k of ['belongs_to_type', 'belongs_to_uuid', 'owner_uuid', 'state', 'resolvers', 'created_timestamp']) {
+        expect(nic).not.toHaveProperty(k);
+      }
+      expect(vm.firewall_enabled).toBe(true);
+      expect(vm.zfs_io_priority).toBe(50);
+      expect(vm).not.toHaveProperty('dataset_url');
+    });
+
+    it('creates a VM without nics (the dummy crashed) and drops keys vmadm refuses for the brand', async () => {
+      const { vm } = await create({ nics: undefined, vcpus: 2 });
+      expect(vm.nics).toEqual([]);
+      expect(vm).not.toHaveProperty('vcpus');
+    });
+
+    it('writes a VM file the original dummy vmadm loads', async () => {
+      const { params } = await create();
+      const dummy = new DummyVmadm({
+        log: createQuietLogger('dummy'),
+        serverRoot: path.join(h.dataDir, 'servers'),
+        sysinfo: cn.cn.sysinfo,
+      });
+      const loaded = await new Promise<any>((resolve, reject) =>
+        dummy.load({ uuid: params.uuid }, (err: Error | null, vm: unknown) => (err ? reject(err) : resolve(vm))),
+      );
+      expect(loaded).toMatchObject({ uuid: params.uuid, state: 'running', brand: 'joyent-minimal', server_uuid: cn.uuid });
+      expect(loaded.nics[0].gateway).toBe('10.88.88.1');
+    });
+
+    it('refuses an existing VM with the real message', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_create', params);
+      expect(r.status).toBe(500);
+      expect(r.body.error).toBe(`Machine ${params.uuid} exists.`);
+    });
+
+    it('fails with vmadm\'s message on an invalid payload and writes nothing', async () => {
+      const before = await listTree(cn.cn.paths.vms);
+      const params = provisionParams(cn.uuid, { brand: 'no-such-brand' });
+      const r = await postTask(cn, 'machine_create', params);
+      expect(r.status).toBe(500);
+      expect(r.body.error).toMatch(/brand/);
+      expect(await listTree(cn.cn.paths.vms)).toEqual(before);
+    });
+
+    it('needs a UUID in params.uuid (409 before anything runs)', async () => {
+      const r = await postTask(cn, 'machine_create', { ...provisionParams(cn.uuid), uuid: 'not-a-uuid' });
+      expect(r.status).toBe(409);
+      expect(r.body).toEqual({ code: 'InvalidArgument', message: expect.stringMatching(/params.uuid must be a UUID/) });
+    });
+  });
+
+  describe('machine_load', () => {
+    it('answers with the VM object itself', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_load', { uuid: params.uuid }, { requestId: 'load-1' });
+      expect(r.status).toBe(200);
+      expect(r.body.uuid).toBe(params.uuid);
+      expect(r.body.req_id).toBe('load-1');
+      expect(r.body).not.toHaveProperty('vm');
+      const { req_id: _ignored, ...vm } = r.body;
+      expect(vm).toEqual(cn.cn.vms.get(params.uuid as string));
+    });
+
+    it('reports a missing VM as VM.load error with restCode VmNotFound', async () => {
+      const uuid = newUuid();
+      const r = await postTask(cn, 'machine_load', { uuid });
+      expect(r.status).toBe(500);
+      expect(r.body).toMatchObject({
+        error: `VM.load error: vmadm load ${uuid} failed: No such zone`,
+        details: { restCode: 'VmNotFound' },
+      });
+    });
+
+    it('finds a do_not_inventory VM only with include_dni', async () => {
+      const { params } = await create({ do_not_inventory: true });
+      expect((await postTask(cn, 'machine_load', { uuid: params.uuid })).status).toBe(500);
+      const r = await postTask(cn, 'machine_load', { uuid: params.uuid, include_dni: true });
+      expect(r.status).toBe(200);
+      expect(r.body.do_not_inventory).toBe(true);
+      expect((await postTask(cn, 'machine_load', { uuid: params.uuid, include_dni: 'true' })).status).toBe(200);
+    });
+  });
+
+  describe('power tasks', () => {
+    it('machine_shutdown stops the VM; again fails unless idempotent', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_shutdown', { uuid: params.uuid, timeout: '30', force: false });
+      expect(r.status).toBe(200);
+      expect(r.body.vm).toMatchObject({ uuid: params.uuid, state: 'stopped', autoboot: false });
+      const again = await postTask(cn, 'machine_shutdown', { uuid: params.uuid });
+      expect(again.status).toBe(500);
+      expect(again.body.error).toMatch(/^vmadm\.stop error: /);
+      expect(again.body.details).toEqual({ restCode: 'ENOTRUNNING' });
+      const idem = await postTask(cn, 'machine_shutdown', { uuid: params.uuid, idempotent: true });
+      expect(idem.status).toBe(200);
+      expect(idem.body.vm.state).toBe('stopped');
+    });
+
+    it('machine_shutdown refuses a timeout that is not a number', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_shutdown', { uuid: params.uuid, timeout: 'soon' });
+      expect(r.status).toBe(409);
+      expect(r.body).toEqual({ code: 'InvalidArgument', message: 'Invalid type: "string" for timeout' });
+      expect(cn.cn.vms.get(params.uuid as string)?.state).toBe('running');
+    });
+
+    it('machine_boot starts the VM, applying `update` first; idempotent on a running VM', async () => {
+      const { params } = await create({ autoboot: false });
+      expect(cn.cn.vms.get(params.uuid as string)?.state).toBe('stopped');
+      const r = await postTask(cn, 'machine_boot', { uuid: params.uuid, update: { alias: 'renamed' } });
+      expect(r.status).toBe(200);
+      expect(r.body.vm).toMatchObject({ state: 'running', alias: 'renamed', autoboot: true });
+      const again = await postTask(cn, 'machine_boot', { uuid: params.uuid });
+      expect(again.status).toBe(500);
+      expect(again.body).toMatchObject({ error: expect.stringMatching(/^vmadm\.start error: /), details: { restCode: 'EALREADYRUNNING' } });
+      expect((await postTask(cn, 'machine_boot', { uuid: params.uuid, idempotent: 'true' })).status).toBe(200);
+    });
+
+    it('machine_reboot reboots (new boot time) and reports progress 100', async () => {
+      const { params, vm } = await create();
+      await pause(5);
+      const r = await postTask(cn, 'machine_reboot', { uuid: params.uuid });
+      expect(r.status).toBe(200);
+      expect(r.body.vm.state).toBe('running');
+      expect(Date.parse(r.body.vm.boot_timestamp)).toBeGreaterThan(Date.parse(vm.boot_timestamp));
+      const entry = (await history(cn)).at(-1);
+      expect(entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value)).toEqual([0, 100]);
+    });
+
+    it('machine_kill exists and stops a running VM; idempotent on a stopped one', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_kill', { uuid: params.uuid, signal: 'SIGKILL' });
+      expect(r.status).toBe(200);
+      expect(r.body.vm.state).toBe('stopped');
+      expect((await postTask(cn, 'machine_kill', { uuid: params.uuid })).status).toBe(500);
+      expect((await postTask(cn, 'machine_kill', { uuid: params.uuid, idempotent: true })).status).toBe(200);
+    });
+
+    it('power tasks on a missing VM fail with restCode VmNotFound', async () => {
+      for (const task of ['machine_boot', 'machine_shutdown', 'machine_reboot', 'machine_kill']) {
+        const r = await postTask(cn, task, { uuid: newUuid() });
+        expect(r.status).toBe(500);
+        expect(r.body.details).toEqual({ restCode: 'VmNotFound' });
+      }
+    });
+  });
+
+  describe('machine_update', () => {
+    it('applies vmadm update keys and answers {vm}', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_update', {
+        uuid: params.uuid,
+        server_uuid: cn.uuid,
+        set_tags: { env: 'prod' },
+        alias: 'updated',
+      });
+      expect(r.status).toBe(200);
+      expect(r.body.vm).toMatchObject({ alias: 'updated', tags: { role: 'test', env: 'prod' } });
+      const entry = (await history(cn)).at(-1);
+      expect(entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value)).toEqual([0, 100]);
+    });
+
+    it('reboots a running VM when NICs are added and answers with the VM after the reboot', async () => {
+      const { params, vm } = await create();
+      await pause(5);
+      const r = await postTask(cn, 'machine_update', {
+        uuid: params.uuid,
+        add_nics: [{ mac: '90:b8:d0:aa:bb:01', ip: '10.88.89.7', netmask: '255.255.255.0', nic_tag: 'external', vlan_id: 0 }],
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.vm.nics.map((n: any) => n.mac)).toContain('90:b8:d0:aa:bb:01');
+      expect(r.body.vm.state).toBe('running');
+      expect(Date.parse(r.body.vm.boot_timestamp)).toBeGreaterThan(Date.parse(vm.boot_timestamp));
+      const entry = (await history(cn)).at(-1);
+      expect(entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value)).toEqual([0, 75, 100]);
+    });
+
+    it('does not reboot a stopped VM for NIC changes', async () => {
+      const { params } = await create({ autoboot: false });
+      const r = await postTask(cn, 'machine_update', { uuid: params.uuid, remove_nics: ['90:b8:d0:2f:0a:11'] });
+      expect(r.status).toBe(200);
+      expect(r.body.vm.state).toBe('stopped');
+      expect(r.body.vm.nics).toEqual([]);
+    });
+
+    it("drops what is not an update property, as real vmadm does with VMAPI's forwarded job params", async () => {
+      const { params } = await create({ autoboot: false });
+      // The shape VMAPI's add-nics job sends through CNAPI: job fields plus NAPI NIC objects.
+      const r = await postTask(cn, 'machine_update', {
+        uuid: params.uuid,
+        server_uuid: cn.uuid,
+        task: 'add_nics',
+        vm_uuid: params.uuid,
+        jobid: newUuid(),
+        oldResolvers: [],
+        add_nics: [
+          {
+            mac: '90:b8:d0:aa:bb:02',
+            ip: '10.88.89.8',
+            netmask: '255.255.255.0',
+            nic_tag: 'external',
+            vlan_id: 0,
+            belongs_to_type: 'zone',
+            belongs_to_uuid: params.uuid,
+            owner_uuid: newUuid(),
+            state: 'provisioning',
+          },
+        ],
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const nic = r.body.vm.nics.find((n: any) => n.mac === '90:b8:d0:aa:bb:02');
+      expect(nic).toMatchObject({ ip: '10.88.89.8', nic_tag: 'external' });
+      expect(nic).not.toHaveProperty('belongs_to_uuid');
+      expect(r.body.vm).not.toHaveProperty('task');
+    });
+
+    it('still refuses a bad value of a real update property', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_update', { uuid: params.uuid, max_physical_memory: 'lots' });
+      expect(r.status).toBe(500);
+      expect(r.body.error).toMatch(/^vmadm\.update error: .*max_physical_memory/);
+    });
+  });
+
+  describe('machine_destroy', () => {
+    it('deletes the VM and is idempotent', async () => {
+      const { params } = await create();
+      const file = path.join(cn.cn.paths.vms, `${params.uuid}.json`);
+      expect((await listTree(cn.cn.paths.vms)).includes(path.basename(file))).toBe(true);
+      const r = await postTask(cn, 'machine_destroy', { uuid: params.uuid, jobid: newUuid() });
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ req_id: expect.any(String) });
+      expect((await listTree(cn.cn.paths.vms)).includes(path.basename(file))).toBe(false);
+      expect((await postTask(cn, 'machine_destroy', { uuid: params.uuid })).status).toBe(200);
+      expect((await postTask(cn, 'machine_destroy', { uuid: newUuid() })).status).toBe(200);
+    });
+  });
+
+  describe('snapshots', () => {
+    it('creates, rolls back to and deletes snapshots; deleting a missing one is not an error', async () => {
+      const { params } = await create();
+      const uuid = params.uuid;
+      const c1 = await postTask(cn, 'machine_create_snapshot', { uuid, snapshot_name: 'snap1' });
+      expect(c1.status).toBe(200);
+      expect(c1.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1']);
+      await pause(5);
+      const c2 = await postTask(cn, 'machine_create_snapshot', { uuid, snapshot_name: 'snap2' });
+      expect(c2.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1', 'snap2']);
+      const rb = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'snap1' });
+      expect(rb.status).toBe(200);
+      expect(rb.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1']);
+      expect(rb.body.vm.state).toBe('running');
+      const d = await postTask(cn, 'machine_delete_snapshot', { uuid, snapshot_name: 'snap1' });
+      expect(d.status).toBe(200);
+      expect(d.body.vm.snapshots ?? []).toEqual([]);
+      expect((await postTask(cn, 'machine_delete_snapshot', { uuid, snapshot_name: 'snap1' })).status).toBe(200);
+      const missing = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'nope' });
+      expect(missing.status).toBe(500);
+      expect(missing.body.error).toBe(`vmadm.rollback_snapshot error: No snapshot named "nope" for ${uuid}`);
+    });
+  });
+
+  describe('machine_reprovision', () => {
+    it('moves the VM to the new image, keeping its state', async () => {
+      const { params } = await create();
+      const image = newUuid();
+      const r = await postTask(cn, 'machine_reprovision', { uuid: params.uuid, image_uuid: image });
+      expect(r.status).toBe(200);
+      expect(r.body.vm).toMatchObject({ image_uuid: image, state: 'running' });
+      const entry = (await history(cn)).at(-1);
+      expect(entry.messages.map((m: any) => m.name)).toContain('start:reprovision_machine');
+      const missing = newUuid();
+      const m = await postTask(cn, 'machine_reprovision', { uuid: missing, image_uuid: image });
+      expect(m.status).toBe(500);
+      expect(m.body.error).toBe(`VM ${missing} does not exist.`);
+    });
+  });
+
+  describe('machine_info and machine_proc', () => {
+    it('machine_info answers vmadm info for a running bhyve VM and fails for a zone', async () => {
+      const { params } = await create({
+        brand: 'bhyve',
+        image_uuid: undefined,
+        max_swap: undefined,
+        disks: [{ image_uuid: 'fd2cc906-8938-11e3-beab-4359c665ac99', boot: true, model: 'virtio', size: 10240 }],
+      });
+      const r = await postTask(cn, 'machine_info', { uuid: params.uuid, types: ['vnc'] });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.vnc).toMatchObject({ host: expect.any(String), port: expect.any(Number) });
+      const zone = await create();
+      const z = await postTask(cn, 'machine_info', { uuid: zone.params.uuid });
+      expect(z.status).toBe(500);
+      expect(z.body.error).toMatch(/^vmadm\.info error: /);
+    });
+
+    it('machine_proc lists the zone init for a running VM and refuses a stopped one', async () => {
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_proc', { uuid: params.uuid });
+      expect(r.status).toBe(200);
+      const procs = Object.values(r.body).filter((p: any) => p && p.psinfo) as any[];
+      expect(procs.map((p) => p.psinfo.pr_fname).sort()).toEqual(['init', 'zsched']);
+      await postTask(cn, 'machine_shutdown', { uuid: params.uuid });
+      const s = await postTask(cn, 'machine_proc', { uuid: params.uuid });
+      expect(s.status).toBe(500);
+      expect(s.body).toMatchObject({ error: 'VM is not running', details: { restCode: 'VmNotRunning' } });
+    });
+  });
+
+  describe('machine_update_nics', () => {
+    it("moves every VM on a network to the network's new gateway and resolvers", async () => {
+      const c = await h.addCn();
+      const onNet = provisionParams(c.uuid);
+      const elsewhere = provisionParams(c.uuid, {
+        nics: [{ mac: '90:b8:d0:00:00:99', ip: '192.168.5.9', netmask: '255.255.255.0', nic_tag: 'internal', vlan_id: 0, primary: true }],
+      });
+      expect((await postTask(c, 'machine_create', onNet)).status).toBe(200);
+      expect((await postTask(c, 'machine_create', elsewhere)).status).toBe(200);
+      const network = { uuid: newUuid(), subnet: '10.88.88.0/24', netmask: '255.255.255.0', vlan_id: 0, nic_tag: 'external' };
+      const r = await postTask(c, 'machine_update_nics', {
+        original_network: network,
+        networks: [{ ...network, gateway: '10.88.88.254', resolvers: ['1.1.1.1'] }],
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const moved = c.cn.vms.get(onNet.uuid as string)!;
+      expect(moved.nics![0]!.gateway).toBe('10.88.88.254');
+      expect(moved.resolvers).toEqual(['1.1.1.1']);
+      const untouched = c.cn.vms.get(elsewhere.uuid as string)!;
+      expect(untouched.resolvers).toEqual(['8.8.8.8']);
+      const entry = (await history(c)).at(-1);
+      expect(entry.messages.map((m: any) => m.name)).toEqual(expect.arrayContaining(['start:pre_check', 'start:filter_vms', 'start:perform_updates']));
+    });
+
+    it('fails on unusable networks with the real message', async () => {
+      const r = await postTask(cn, 'machine_update_nics', { networks: [], original_network: {} });
+      expect(r.status).toBe(500);
+      expect(r.body.error).toBe('Invalid request parameters: networks, original_network');
+    });
+  });
+});

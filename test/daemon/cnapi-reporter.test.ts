@@ -1,0 +1,279 @@
+/**
+ * The CNAPI traffic of mock CNs, checked against a recording CNAPI: registration (body, retry
+ * with backoff, old CNAPI), agents, heartbeats, status reports with the real VM inventory.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { CnapiReporter } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
+import { backoffDelay, DEFAULT_REPORTER_TIMINGS, type ReporterTimings } from '../../src/agents/cn-agent/cnapi-reporter/timings.js';
+import { buildStatusSample } from '../../src/agents/cn-agent/cnapi-reporter/status-sample.js';
+import { JsonHttpClient } from '../../src/common/http-client.js';
+import { createQuietLogger } from '../../src/common/log.js';
+import { newUuid } from '../../src/common/uuid.js';
+import { Scheduler } from '../../src/daemon/scheduler.js';
+import { MockCnImpl } from '../../src/mockcn/mock-cn.js';
+import { pathsUnder } from '../../src/mockcn/layout.js';
+import { getProfile } from '../../src/mockcn/profiles.js';
+import { buildSysinfo, randomMockMac } from '../../src/mockcn/sysinfo-template.js';
+import type { VmStore } from '../../src/vmadm/types.js';
+import { FakeVmStore, fakeVm, waitFor } from './helpers/fakes.js';
+import { RecordingTriton } from './helpers/recording-triton.js';
+
+const require = createRequire(import.meta.url);
+const netconfig = require('triton-netconfig') as { agentIpFromSysinfo(s: unknown): string };
+
+const FAST: Partial<ReporterTimings> = {
+  heartbeatIntervalMs: 150,
+  statusIntervalMs: 2000,
+  statusThrottleMs: 300,
+  startSpreadMs: 50,
+  requestTimeoutMs: 2000,
+  sysinfoBackoff: { minMs: 40, maxMs: 400, factor: 1.6, jitter: 0.2 },
+};
+
+function makeCn(agentPort = 45678): { cn: MockCnImpl; store: FakeVmStore } {
+  const uuid = newUuid();
+  const store = new FakeVmStore(uuid);
+  const sysinfo = buildSysinfo({
+    uuid,
+    profile: getProfile('virtual'),
+    datacenterName: 'testdc',
+    platform: '20240101T000000Z',
+    adminMac: randomMockMac(),
+    adminIp: '10.99.99.7',
+    extraMac: randomMockMac(),
+  });
+  const cn = new MockCnImpl({
+    uuid,
+    paths: pathsUnder(`/nonexistent/${uuid}`),
+    vms: store as unknown as VmStore,
+    sysinfo,
+    agents: [
+      { name: 'cn-agent', version: '2.15.0', image_uuid: newUuid(), uuid: newUuid() },
+      { name: 'vm-agent', version: '1.9.1', image_uuid: newUuid(), uuid: newUuid() },
+    ],
+  });
+  cn.agentAddress = { ip: '127.0.0.1', port: agentPort };
+  return { cn, store };
+}
+
+describe('CNAPI reporter', () => {
+  let cnapi: RecordingTriton;
+  let scheduler: Scheduler;
+  let http: JsonHttpClient;
+  let reporter: CnapiReporter;
+
+  beforeEach(async () => {
+    cnapi = await new RecordingTriton().start();
+    scheduler = new Scheduler();
+    scheduler.start();
+    http = new JsonHttpClient();
+  });
+
+  afterEach(async () => {
+    reporter?.stop();
+    scheduler.stop();
+    http.close();
+    await cnapi.stop();
+  });
+
+  function startReporter(timings: Partial<ReporterTimings> = FAST): CnapiReporter {
+    reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: cnapi.url, timings });
+    reporter.start();
+    return reporter;
+  }
+
+  it('uses the real agent\'s intervals by default', () => {
+    expect(DEFAULT_REPORTER_TIMINGS.heartbeatIntervalMs).toBe(5000);
+    expect(DEFAULT_REPORTER_TIMINGS.statusIntervalMs).toBe(60_000);
+    expect(DEFAULT_REPORTER_TIMINGS.statusThrottleMs).toBe(5000);
+    expect(DEFAULT_REPORTER_TIMINGS.requestTimeoutMs).toBe(5000);
+    expect(DEFAULT_REPORTER_TIMINGS.sysinfoBackoff).toEqual({ minMs: 500, maxMs: 120_000, factor: 1.6, jitter: 0.2 });
+  });
+
+  it('backs off from 0.5 s by a factor of 1.6 up to 120 s, with ±20 % jitter', () => {
+    const b = DEFAULT_REPORTER_TIMINGS.sysinfoBackoff;
+    const mid = () => 0.5;
+    expect(backoffDelay(b, 0, mid)).toBe(500);
+    expect(backoffDelay(b, 1, mid)).toBe(800);
+    expect(backoffDelay(b, 2, mid)).toBe(1280);
+    expect(backoffDelay(b, 30, mid)).toBe(120_000);
+    expect(backoffDelay(b, 0, () => 0)).toBe(400);
+    expect(backoffDelay(b, 0, () => 1)).toBe(600);
+    expect(backoffDelay(b, 40, () => 1)).toBe(120_000);
+  });
+
+  it('registers sysinfo with the agent address, then posts agents, then heartbeats with {}', async () => {
+    const { cn } = makeCn(41234);
+    startReporter();
+    reporter.attach(cn);
+    await waitFor(() => cnapi.find('POST', /\/events\/heartbeat$/).length >= 3, 10_000, 'three heartbeats');
+
+    const reg = cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/sysinfo$`));
+    expect(reg.length).toBe(1);
+    const body = reg[0]!.body as { sysinfo: Record<string, unknown> };
+    expect(Object.keys(body)).toEqual(['sysinfo']);
+    expect(body.sysinfo.UUID).toBe(cn.uuid);
+    expect(body.sysinfo['CN Agent IP']).toBe('127.0.0.1');
+    expect(body.sysinfo['CN Agent Port']).toBe(41234);
+    expect(body.sysinfo['System Type']).toBe('Virtual');
+    expect(netconfig.agentIpFromSysinfo(body.sysinfo)).toBe('127.0.0.1');
+    expect(cn.registered).toBe(true);
+
+    const agents = cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}$`));
+    expect(agents.length).toBe(1);
+    const list = (agents[0]!.body as { agents: { name: string; version: string }[] }).agents;
+    const cnAgent = list.find((a) => a.name === 'cn-agent');
+    expect(cnAgent).toBeDefined();
+    const [maj, min] = cnAgent!.version.split('.').map(Number);
+    expect(maj! > 2 || (maj === 2 && min! >= 15)).toBe(true);
+
+    // Order: sysinfo first, agents before the first heartbeat.
+    const order = cnapi.requests.filter((r) => r.path.startsWith(`/servers/${cn.uuid}`)).map((r) => r.path);
+    expect(order[0]).toMatch(/\/sysinfo$/);
+    expect(order.indexOf(`/servers/${cn.uuid}`)).toBeLessThan(order.findIndex((p) => p.endsWith('/heartbeat')));
+
+    const beats = cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`));
+    for (const b of beats) expect(b.body).toEqual({});
+    // Each heartbeat goes one interval after the previous one ended: never sooner.
+    for (let i = 1; i < beats.length; i++) expect(beats[i]!.at - beats[i - 1]!.at).toBeGreaterThanOrEqual(FAST.heartbeatIntervalMs! - 5);
+
+    const ua = String(reg[0]!.headers['user-agent']);
+    expect(ua).toBe(`cn-agent/2.15.0 (node/${process.versions.node}) server/${cn.uuid}`);
+  });
+
+  it('retries a refused registration with growing delays and sends nothing else meanwhile', async () => {
+    const { cn } = makeCn();
+    cnapi.failNext(/\/sysinfo$/, { status: 500, body: { code: 'InternalError', message: 'Precondition failed: no connection to Workflow API' } }, 4);
+    startReporter();
+    reporter.attach(cn);
+    await waitFor(() => cn.registered, 10_000, 'registration');
+    const attempts = cnapi.find('POST', /\/sysinfo$/);
+    expect(attempts.length).toBe(5);
+    const gaps = attempts.slice(1).map((a, i) => a.at - attempts[i]!.at);
+    // min 40 ms ×1.6 each time, ±20 %: 32-48, 51-77, 82-123, 131-197 (plus scheduling slack).
+    expect(gaps[0]).toBeGreaterThanOrEqual(30);
+    expect(gaps[3]).toBeGreaterThanOrEqual(125);
+    expect(gaps[3]!).toBeGreaterThan(gaps[0]!);
+    // Heartbeats wait behind the registration, as the real queue does.
+    const firstBeat = cnapi.find('POST', /\/heartbeat$/)[0];
+    if (firstBeat) expect(firstBeat.at).toBeGreaterThanOrEqual(attempts[4]!.at);
+    expect(reporter.counters.sysinfo.failed).toBe(4);
+  });
+
+  it('treats 404 ResourceNotFound as an old CNAPI: registered without retrying', async () => {
+    const { cn } = makeCn();
+    cnapi.failNext(/\/sysinfo$/, { status: 404, body: { code: 'ResourceNotFound', message: 'no route' } }, 1);
+    startReporter();
+    reporter.attach(cn);
+    await waitFor(() => cnapi.find('POST', /\/heartbeat$/).length > 0, 10_000, 'a heartbeat');
+    expect(cnapi.find('POST', /\/sysinfo$/).length).toBe(1);
+    expect(cn.registered).toBe(true);
+  });
+
+  it('registers again when sysinfo changes', async () => {
+    const { cn } = makeCn();
+    startReporter();
+    reporter.attach(cn);
+    await waitFor(() => cn.registered, 10_000, 'registration');
+    cn.sysinfo = { ...cn.sysinfo, 'Boot Time': String(Math.floor(Date.now() / 1000) + 60) };
+    reporter.sysinfoChanged(cn);
+    await waitFor(() => cnapi.find('POST', /\/sysinfo$/).length === 2, 10_000, 'second registration');
+    const second = cnapi.find('POST', /\/sysinfo$/)[1]!.body as { sysinfo: Record<string, unknown> };
+    expect(second.sysinfo['Boot Time']).toBe(cn.sysinfo['Boot Time']);
+  });
+
+  it('reports status at start and soon after a VM changes, with the real inventory', async () => {
+    const { cn, store } = makeCn();
+    const vm1 = fakeVm(newUuid(), { max_physical_memory: 2048, quota: 10 });
+    store.put(vm1);
+    store.put(fakeVm(newUuid(), { do_not_inventory: true, max_physical_memory: 512 }));
+    // The periodic report is far away: a report with the new VM can only come from the change.
+    startReporter({ ...FAST, statusIntervalMs: 60_000 });
+    reporter.attach(cn);
+    const statusPath = new RegExp(`^/servers/${cn.uuid}/events/status$`);
+    await waitFor(() => cnapi.find('POST', statusPath).length >= 1, 10_000, 'first status');
+    const first = cnapi.find('POST', statusPath)[0]!.body as Record<string, any>;
+    expect(Object.keys(first.vms)).toEqual([vm1.uuid]);
+    expect(first.vms[vm1.uuid]).toEqual({
+      brand: vm1.brand,
+      cpu_cap: vm1.cpu_cap,
+      last_modified: vm1.last_modified,
+      max_physical_memory: 2048,
+      owner_uuid: vm1.owner_uuid,
+      quota: 10,
+      state: 'running',
+      uuid: vm1.uuid,
+      zone_state: 'running',
+    });
+    const total = 262111 * 1024 * 1024;
+    expect(first.meminfo.total_bytes).toBe(total);
+    // Both running VMs (DNI included) hold their memory.
+    expect(first.meminfo.availrmem_bytes).toBeLessThanOrEqual(total - (2048 + 512) * 1024 * 1024);
+    expect(first.diskinfo.pool_size_bytes).toBe(3770 * 1024 ** 3);
+    expect(first.diskinfo.zone_quota_bytes).toBe((10 + 25) * 1024 ** 3);
+    expect(first.zpoolStatus.zones.bytes_used + first.zpoolStatus.zones.bytes_available).toBe(3770 * 1024 ** 3);
+    expect(first.boot_time).toBe(new Date(Number(cn.sysinfo['Boot Time']) * 1000).toISOString());
+    expect(Date.parse(first.timestamp)).not.toBeNaN();
+
+    // A VM change in the store (no markStatusDirty call) makes a report due soon.
+    const before = cnapi.find('POST', statusPath).length;
+    const vm2 = fakeVm(newUuid(), { brand: 'bhyve', disks: [{ size: 10240 }], quota: 20 });
+    store.put(vm2);
+    await waitFor(
+      () => cnapi.find('POST', statusPath).slice(before).find((r) => vm2.uuid in (r.body as any).vms),
+      5000,
+      'status with the new VM',
+    );
+    const all = cnapi.find('POST', statusPath);
+    // Throttled: never two reports closer than the throttle.
+    for (let i = 1; i < all.length; i++) expect(all[i]!.at - all[i - 1]!.at).toBeGreaterThanOrEqual(FAST.statusThrottleMs! - 5);
+  });
+
+  it('computes usage from the VMs against the hardware', () => {
+    const { cn, store } = makeCn();
+    const empty = buildStatusSample(cn);
+    store.put(fakeVm(newUuid(), { max_physical_memory: 4096, quota: 50 }));
+    store.put(fakeVm(newUuid(), { state: 'stopped', zone_state: 'installed', max_physical_memory: 8192, quota: 5 }));
+    store.put(fakeVm(newUuid(), { brand: 'kvm', disks: [{ size: 10240 }, { size: 20480 }], quota: 10, max_physical_memory: 1024 }));
+    const s = buildStatusSample(cn);
+    const MiB = 1024 * 1024;
+    // A stopped VM holds no memory; running ones do.
+    expect(empty.meminfo.availrmem_bytes - s.meminfo.availrmem_bytes).toBe((4096 + 1024) * MiB);
+    expect(s.diskinfo.kvm_zvol_volsize_bytes).toBe(30720 * MiB);
+    expect(s.diskinfo.kvm_quota_bytes).toBe(10 * 1024 * MiB);
+    expect(s.diskinfo.zone_quota_bytes).toBe(55 * 1024 * MiB);
+    expect(s.diskinfo.pool_alloc_bytes).toBeGreaterThan(empty.diskinfo.pool_alloc_bytes);
+    expect(Object.keys(s.vms).length).toBe(3);
+  });
+
+  it('spreads first heartbeats of many CNs instead of firing them in lockstep', async () => {
+    const cns = Array.from({ length: 20 }, (_, i) => makeCn(40000 + i).cn);
+    startReporter({ ...FAST, startSpreadMs: 400, heartbeatIntervalMs: 5000 });
+    for (const cn of cns) reporter.attach(cn);
+    await waitFor(() => cnapi.find('POST', /\/heartbeat$/).length >= 20, 10_000, 'first heartbeats');
+    const times = cnapi.find('POST', /\/heartbeat$/).map((r) => r.at);
+    expect(Math.max(...times) - Math.min(...times)).toBeGreaterThan(50);
+  });
+
+  it('stops all traffic of a detached CN', async () => {
+    const { cn } = makeCn();
+    startReporter();
+    reporter.attach(cn);
+    await waitFor(() => cnapi.find('POST', /\/heartbeat$/).length >= 1, 10_000, 'a heartbeat');
+    reporter.detach(cn.uuid);
+    await new Promise((r) => setTimeout(r, 100));
+    const n = cnapi.requests.length;
+    await new Promise((r) => setTimeout(r, 2 * FAST.heartbeatIntervalMs!));
+    expect(cnapi.requests.length).toBe(n);
+  });
+
+  it('rejects an agents update CNAPI refuses (refresh_agents must fail then)', async () => {
+    const { cn } = makeCn();
+    startReporter();
+    cnapi.failNext(new RegExp(`^/servers/${cn.uuid}$`), { status: 500, body: { code: 'InternalError', message: 'down' } }, 1, 'POST');
+    cn.hooks = reporter;
+    await expect(reporter.postAgents(cn, cn.agents)).rejects.toThrow(/agents/);
+    await expect(reporter.postAgents(cn, cn.agents)).resolves.toBeUndefined();
+  });
+});

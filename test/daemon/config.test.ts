@@ -1,0 +1,115 @@
+/** Configuration: the documented order flag > env > config file > mdata > default, and validation. */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_ADMIN_UUID, DEFAULT_BIND_IP, resolveConfig } from '../../src/daemon/config.js';
+import { noMdata, staticMdata } from '../../src/daemon/mdata.js';
+
+describe('daemon configuration', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-config-'));
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  const mdata = staticMdata({
+    'sdc:datacenter_name': 'us-east-9',
+    dnsDomain: 'example.org',
+    ufdsAdmin: '11111111-2222-4333-8444-555555555555',
+    'sdc:nics': JSON.stringify([
+      { interface: 'net1', ip: '10.1.1.5', nic_tag: 'external' },
+      { interface: 'net0', ip: '10.99.99.42', nic_tag: 'admin' },
+    ]),
+  });
+
+  it('derives the Triton API URLs, admin user and bind IP from SmartOS mdata', async () => {
+    const c = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata });
+    expect(c.urls).toEqual({
+      cnapi: 'http://cnapi.us-east-9.example.org',
+      vmapi: 'http://vmapi.us-east-9.example.org',
+      napi: 'http://napi.us-east-9.example.org',
+      imgapi: 'http://imgapi.us-east-9.example.org',
+    });
+    expect(c.sources.cnapiUrl).toBe('derived');
+    expect(c.adminUuid).toBe('11111111-2222-4333-8444-555555555555');
+    expect(c.bindIp).toBe('10.99.99.42');
+    expect(c.datacenterName).toBe('us-east-9');
+  });
+
+  it('takes a flag over the environment over the config file over mdata', async () => {
+    await fsp.writeFile(
+      path.join(dir, 'config.json'),
+      JSON.stringify({ cnapiUrl: 'http://file-cnapi', vmapiUrl: 'http://file-vmapi', napiUrl: 'http://file-napi', controlPort: 7000 }),
+    );
+    const c = await resolveConfig({
+      flags: { dataDir: dir, cnapiUrl: 'http://flag-cnapi' },
+      env: { MOCKCLOUD_CNAPI_URL: 'http://env-cnapi', MOCKCLOUD_VMAPI_URL: 'http://env-vmapi/' },
+      mdata,
+    });
+    expect(c.urls.cnapi).toBe('http://flag-cnapi');
+    expect(c.urls.vmapi).toBe('http://env-vmapi');
+    expect(c.urls.napi).toBe('http://file-napi');
+    expect(c.urls.imgapi).toBe('http://imgapi.us-east-9.example.org');
+    expect(c.controlPort).toBe(7000);
+    expect(c.sources).toMatchObject({ cnapiUrl: 'flag', vmapiUrl: 'env', napiUrl: 'file', imgapiUrl: 'derived', controlPort: 'file' });
+    expect(c.configFile).toBe(path.join(dir, 'config.json'));
+  });
+
+  it('finds the data dir from the environment, then mdata mockcloudRoot', async () => {
+    const env = await resolveConfig({ env: { MOCKCLOUD_DATA_DIR: dir }, mdata: noMdata });
+    expect(env.dataDir).toBe(dir);
+    const md = await resolveConfig({ env: {}, mdata: staticMdata({ mockcloudRoot: dir }) });
+    expect(md.dataDir).toBe(dir);
+    expect(md.sources.dataDir).toBe('mdata');
+  });
+
+  it('reads --config, which may name the data dir', async () => {
+    const file = path.join(dir, 'elsewhere.json');
+    await fsp.writeFile(file, JSON.stringify({ dataDir: path.join(dir, 'data'), bindIp: '127.0.0.5', portRange: '20000-20100' }));
+    const c = await resolveConfig({ flags: { config: file }, env: {}, mdata: noMdata });
+    expect(c.dataDir).toBe(path.join(dir, 'data'));
+    expect(c.bindIp).toBe('127.0.0.5');
+    expect(c.portRange).toEqual([20000, 20100]);
+  });
+
+  it('has standalone defaults without any source', async () => {
+    const c = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect(c.urls).toEqual({});
+    expect(c.bindIp).toBe(DEFAULT_BIND_IP);
+    expect(c.controlPort).toBe(0);
+    expect(c.adminUuid).toBe(DEFAULT_ADMIN_UUID);
+    expect(c.portRange).toBeUndefined();
+  });
+
+  it('refuses bad values with a message naming the flag and variable', async () => {
+    const bad = async (flags: Record<string, string>) => resolveConfig({ flags: { dataDir: dir, ...flags }, env: {}, mdata: noMdata });
+    await expect(bad({ cnapiUrl: 'not a url' })).rejects.toThrow(/--cnapi-url \/ MOCKCLOUD_CNAPI_URL/);
+    await expect(bad({ cnapiUrl: 'ftp://x' })).rejects.toThrow(/http/);
+    await expect(bad({ bindIp: 'localhost' })).rejects.toThrow(/--bind-ip/);
+    await expect(bad({ portRange: '9000-8000' })).rejects.toThrow(/--port-range/);
+    await expect(bad({ portRange: '0-10' })).rejects.toThrow(/port/);
+    await expect(bad({ controlPort: '70000' })).rejects.toThrow(/--control-port/);
+    await expect(bad({ adminUuid: 'admin' })).rejects.toThrow(/--admin-uuid/);
+    await expect(bad({ logLevel: 'loud' })).rejects.toThrow(/--log-level/);
+  });
+
+  it('takes test timings from the config file only, validated', async () => {
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ timings: { heartbeatIntervalMs: 100, sysinfoBackoff: { minMs: 10 } } }));
+    const c = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect(c.timings).toEqual({ heartbeatIntervalMs: 100, sysinfoBackoff: { minMs: 10 } });
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ timings: { heartbeatMs: 100 } }));
+    await expect(resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).rejects.toThrow(/timings.heartbeatMs" is unknown/);
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ timings: { heartbeatIntervalMs: -1 } }));
+    await expect(resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).rejects.toThrow(/must be a number > 0/);
+  });
+
+  it('refuses a config file with unknown keys or bad JSON', async () => {
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ cnapi_url: 'http://x' }));
+    await expect(resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).rejects.toThrow(/unknown key\(s\) cnapi_url/);
+    await fsp.writeFile(path.join(dir, 'config.json'), '{"cnapiUrl":');
+    await expect(resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).rejects.toThrow(/not valid JSON/);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * A recording stand-in for CNAPI and NAPI, for tests: records every request (method, path,
+ * body, headers, time) and answers like the real services do for the routes a mock CN uses.
+ * Failures can be injected per route (`failNext`), e.g. to check registration retries.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  body: unknown;
+  headers: http.IncomingHttpHeaders;
+  at: number;
+}
+
+export interface CannedReply {
+  status: number;
+  body?: unknown;
+}
+
+export class RecordingTriton {
+  readonly requests: RecordedRequest[] = [];
+  /** NICs NAPI knows, by MAC without colons. */
+  readonly nics = new Map<string, Record<string, unknown>>();
+  private readonly failures: { match: RegExp; method?: string; reply: CannedReply; remaining: number }[] = [];
+  private server: http.Server | undefined;
+  private nextIp = 10;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = undefined;
+        if (text) {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+        }
+        const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', body, headers: req.headers, at: Date.now() };
+        this.requests.push(rec);
+        const reply = this.reply(rec);
+        const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
+        res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+        res.end(out);
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+
+  /** The next `times` requests matching `path` (and `method`) get `reply`. */
+  failNext(path: RegExp, reply: CannedReply, times = 1, method?: string): void {
+    this.failures.push({ match: path, reply, remaining: times, ...(method ? { method } : {}) });
+  }
+
+  find(method: string, path: RegExp): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && path.test(r.path));
+  }
+
+  private reply(r: RecordedRequest): CannedReply {
+    for (const f of this.failures) {
+      if (f.remaining > 0 && f.match.test(r.path) && (!f.method || f.method === r.method)) {
+        f.remaining--;
+        return f.reply;
+      }
+    }
+    const p = r.path.split('?')[0]!;
+    // CNAPI
+    if (r.method === 'POST' && /^\/servers\/[^/]+\/sysinfo$/.test(p)) return { status: 200 };
+    if (r.method === 'POST' && /^\/servers\/[^/]+\/events\/(heartbeat|status)$/.test(p)) return { status: 204 };
+    if (r.method === 'POST' && /^\/servers\/[^/]+$/.test(p)) return { status: 204 };
+    if (r.method === 'DELETE' && /^\/servers\/[^/]+$/.test(p)) return { status: 204 };
+    // NAPI
+    const nicPath = /^\/nics\/([0-9a-f]{12})$/.exec(p);
+    if (nicPath && r.method === 'GET') {
+      const nic = this.nics.get(nicPath[1]!);
+      return nic ? { status: 200, body: nic } : { status: 404, body: { code: 'ResourceNotFound', message: 'nic not found' } };
+    }
+    if (nicPath && r.method === 'DELETE') {
+      return this.nics.delete(nicPath[1]!) ? { status: 204 } : { status: 404, body: { code: 'ResourceNotFound', message: 'nic not found' } };
+    }
+    if (r.method === 'GET' && p === '/nics') {
+      const q = new URLSearchParams(r.path.split('?')[1] ?? '');
+      const owner = q.get('belongs_to_uuid');
+      return { status: 200, body: [...this.nics.values()].filter((n) => !owner || n.belongs_to_uuid === owner) };
+    }
+    if (r.method === 'POST' && p === '/networks/admin/nics') {
+      const b = r.body as Record<string, unknown>;
+      const mac = String(b.mac);
+      const nic = { ...b, ip: `10.99.99.${this.nextIp++}`, netmask: '255.255.255.0', nic_tag: 'admin', primary: false };
+      this.nics.set(mac.replace(/:/g, ''), nic);
+      return { status: 200, body: nic };
+    }
+    return { status: 404, body: { code: 'ResourceNotFound', message: `${r.method} ${p} not found` } };
+  }
+}

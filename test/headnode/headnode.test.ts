@@ -1,0 +1,140 @@
+/**
+ * The dev headnode as one piece: all four services start, `headnode.json` names addresses
+ * that answer (checked with sdc-clients' CNAPI, VMAPI, NAPI and IMGAPI classes), CNAPI's
+ * sysinfo registration creates NIC tags in this NAPI, configured ports are used, state
+ * survives a stop and start on the same data dir, and a clean stop removes headnode.json.
+ */
+import { randomUUID } from 'node:crypto';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createQuietLogger } from '../../src/common/log.js';
+import { Headnode } from '../../src/headnode/index.js';
+import { call, closeClient, cnapiClient, napiClient, vmapiClient, type Client } from './helpers/sdc-clients.js';
+import { http } from './helpers/napi-env.js';
+
+const require = createRequire(import.meta.url);
+const { IMGAPI } = require('sdc-clients') as { IMGAPI: new (o: object) => Client };
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+describe('dev headnode', () => {
+  const cleanup: (() => Promise<void>)[] = [];
+
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+
+  async function setup(opts: { ports?: Record<string, number> } = {}) {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mockcloud-headnode-'));
+    cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+    const make = () => new Headnode({ dataDir, log: createQuietLogger(), ...(opts.ports ? { ports: opts.ports } : {}) });
+    const hn = make();
+    cleanup.push(() => hn.stop());
+    return { dataDir, hn, make };
+  }
+
+  it('writes headnode.json with the four addresses, and each one answers', async () => {
+    const { dataDir, hn } = await setup();
+    const urls = await hn.start();
+    const file = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
+    expect(file).toEqual(urls);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'vmapi']);
+    for (const u of Object.values(file)) expect(u).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+
+    const cnapi = cnapiClient(file.cnapi);
+    const vmapi = vmapiClient(file.vmapi);
+    const napi = napiClient(file.napi);
+    const imgapi = new IMGAPI({ url: file.imgapi, agent: false, log: createQuietLogger() });
+    try {
+      expect(await call(cnapi, 'listServers')).toEqual([]);
+      expect(await call(vmapi, 'listVms', {})).toEqual([]);
+      expect((await call(napi, 'listNetworks', {})).map((n: { name: string }) => n.name).sort()).toEqual(['admin', 'external']);
+      const images = await call(imgapi, 'listImages', {});
+      expect(images.some((i: { type: string }) => i.type === 'zone-dataset')).toBe(true);
+    } finally {
+      for (const c of [cnapi, vmapi, napi, imgapi]) closeClient(c);
+    }
+  });
+
+  it('lets CNAPI register NIC tags in its NAPI when a server posts its sysinfo', async () => {
+    const { hn } = await setup();
+    const urls = await hn.start();
+    const uuid = randomUUID();
+    const sysinfo = {
+      UUID: uuid,
+      Hostname: 'VC00000001',
+      'System Type': 'Virtual',
+      'MiB of Memory': '4096',
+      Setup: 'true',
+      'Network Interfaces': {
+        dnet0: { 'MAC Address': '00:10:fe:00:00:01', ip4addr: '10.99.99.40', 'Link Status': 'up', 'NIC Names': ['admin', 'hn_test_tag'] },
+      },
+    };
+    const r = await http(`${urls.cnapi}/servers/${uuid}/sysinfo`, { method: 'POST', body: { sysinfo } });
+    expect(r.status).toBeLessThan(300);
+    const napi = napiClient(urls.napi);
+    try {
+      expect(await call(napi, 'getNicTag', 'hn_test_tag')).toMatchObject({ name: 'hn_test_tag', mtu: 1500 });
+    } finally {
+      closeClient(napi);
+    }
+  });
+
+  it('listens on configured ports', async () => {
+    const ports = { napi: await freePort(), imgapi: await freePort() };
+    const { hn } = await setup({ ports });
+    const urls = await hn.start();
+    expect(urls.napi).toBe(`http://127.0.0.1:${ports.napi}`);
+    expect(urls.imgapi).toBe(`http://127.0.0.1:${ports.imgapi}`);
+    expect((await http(`${urls.napi}/ping`)).body.status).toBe('OK');
+  });
+
+  it('keeps its state across a stop and start on the same data dir; a clean stop removes headnode.json', async () => {
+    const { dataDir, hn, make } = await setup();
+    const first = await hn.start();
+    let napi = napiClient(first.napi);
+    const nic = await call(napi, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    closeClient(napi);
+    await hn.stop();
+    await expect(access(path.join(dataDir, 'headnode.json'))).rejects.toThrow();
+
+    const again = make();
+    cleanup.push(() => again.stop());
+    const second = await again.start();
+    expect(JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'))).toEqual(second);
+    napi = napiClient(second.napi);
+    try {
+      expect(await call(napi, 'getNic', nic.mac)).toEqual(nic);
+      expect(await call(napi, 'listNetworks', { name: 'admin' })).toHaveLength(1);
+    } finally {
+      closeClient(napi);
+    }
+  });
+
+  it('fails to start cleanly when a port is taken, releasing what it had started', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const napiPort = await freePort();
+    // NAPI starts first and gets its port; IMGAPI's is taken.
+    const ports = { napi: napiPort, imgapi: (blocker.address() as net.AddressInfo).port };
+    const { dataDir, hn } = await setup({ ports });
+    await expect(hn.start()).rejects.toThrow(/EADDRINUSE/);
+    await expect(access(path.join(dataDir, 'headnode.json'))).rejects.toThrow();
+
+    // NAPI's port was released again: a headnode using it (IMGAPI elsewhere) starts.
+    const retry = new Headnode({ dataDir, log: createQuietLogger(), ports: { napi: napiPort } });
+    cleanup.push(() => retry.stop());
+    expect((await retry.start()).napi).toBe(`http://127.0.0.1:${napiPort}`);
+  });
+});

@@ -1,0 +1,203 @@
+/**
+ * The dev NAPI's changefeed, with a `ws` client speaking node-sdc-changefeed's listener
+ * protocol: the plain compatibility probe, v2 registration as net-agent does it, v1
+ * registration, the change items NAPI publishes (and the ones a listener did not ask
+ * for, which it must not get), bad registrations and the stats route.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { call } from './helpers/sdc-clients.js';
+import { http, startNapi, type NapiEnv } from './helpers/napi-env.js';
+
+/** A websocket whose text frames queue up for `next()`. */
+class FeedClient {
+  readonly ws: WebSocket;
+  private readonly queue: string[] = [];
+  private waiters: ((text: string) => void)[] = [];
+  closed: { code: number; reason: string } | undefined;
+  private closeWaiters: (() => void)[] = [];
+
+  constructor(url: string, version?: string) {
+    this.ws = new WebSocket(`${url.replace(/^http/, 'ws')}/changefeeds`, {
+      headers: version ? { 'accept-version': version } : {},
+    });
+    this.ws.on('message', (data) => {
+      const text = data.toString();
+      const w = this.waiters.shift();
+      if (w) w(text);
+      else this.queue.push(text);
+    });
+    this.ws.on('close', (code, reason) => {
+      this.closed = { code, reason: reason.toString() };
+      for (const w of this.closeWaiters) w();
+    });
+  }
+
+  open(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('error', reject);
+    });
+  }
+
+  send(obj: unknown): void {
+    this.ws.send(typeof obj === 'string' ? obj : JSON.stringify(obj));
+  }
+
+  async next(timeoutMs = 5000): Promise<any> {
+    const queued = this.queue.shift();
+    if (queued !== undefined) return JSON.parse(queued);
+    const text = await new Promise<string>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no changefeed message arrived')), timeoutMs);
+      this.waiters.push((s) => {
+        clearTimeout(t);
+        resolve(s);
+      });
+    });
+    return JSON.parse(text);
+  }
+
+  whenClosed(timeoutMs = 5000): Promise<{ code: number; reason: string }> {
+    if (this.closed) return Promise.resolve(this.closed);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('socket stayed open')), timeoutMs);
+      this.closeWaiters.push(() => {
+        clearTimeout(t);
+        resolve(this.closed!);
+      });
+    });
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+const NET_AGENT_RESOURCES = [
+  { resource: 'network', subResources: ['create', 'delete', 'gateway', 'resolvers', 'routes'] },
+  {
+    resource: 'nic',
+    subResources: [
+      'create',
+      'delete',
+      'allow_dhcp_spoofing',
+      'allow_ip_spoofing',
+      'allow_mac_spoofing',
+      'allow_restricted_traffic',
+      'allow_unfiltered_promisc',
+    ],
+  },
+  { resource: 'aggregation', subResources: ['create', 'delete'] },
+];
+
+describe('dev NAPI changefeed', () => {
+  let env: NapiEnv;
+  const clients: FeedClient[] = [];
+
+  const connect = async (version?: string): Promise<FeedClient> => {
+    const c = new FeedClient(env.url, version);
+    clients.push(c);
+    await c.open();
+    return c;
+  };
+
+  beforeAll(async () => {
+    env = await startNapi();
+  });
+
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await env?.close();
+  });
+
+  it('answers the plain GET /changefeeds probe with its resources', async () => {
+    const r = await http(`${env.url}/changefeeds`);
+    expect(r.status).toBe(200);
+    expect(r.body.nic).toMatchObject({ resource: 'nic', bootstrapRoute: '/nics' });
+    expect(r.body.network).toMatchObject({ resource: 'network', bootstrapRoute: '/networks' });
+    expect(r.body.nic_tag.subResources).toEqual(['create', 'delete']);
+    expect(r.body.aggregation.bootstrapRoute).toBe('/aggregations');
+    // The listener sends its protocol version on the probe too.
+    expect((await http(`${env.url}/changefeeds`, { headers: { 'accept-version': '~2' } })).status).toBe(200);
+  });
+
+  it('registers a v2 listener like net-agent and publishes the NIC and network changes it asked for', async () => {
+    const instance = randomUUID();
+    const feed = await connect('~2');
+    feed.send({ instance, service: 'net-agent', resources: NET_AGENT_RESOURCES });
+    const boot = await feed.next();
+    expect(boot.bootstrapRoutes.map((b: { resource: string; bootstrapRoute: string }) => [b.resource, b.bootstrapRoute])).toEqual([
+      ['network', '/networks'],
+      ['nic', '/nics'],
+      ['aggregation', '/aggregations'],
+    ]);
+    feed.send('heartbeat'); // the listener's keepalive is ignored
+
+    const cn = randomUUID();
+    const vm = randomUUID();
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: vm, owner_uuid: randomUUID(), cn_uuid: cn });
+    const created = await feed.next();
+    expect(created).toMatchObject({
+      changeKind: { resource: 'nic', subResources: ['create'] },
+      changedResourceId: nic.mac,
+      belongs_to_uuid: vm,
+      cn_uuid: cn,
+    });
+    expect(typeof created.etag).toBe('string');
+    expect(created.published).toMatch(/^\d+$/);
+
+    // `state` is not among net-agent's subResources: that update is not sent, the next one is.
+    await call(env.client, 'updateNic', nic.mac, { state: 'running' });
+    await call(env.client, 'updateNic', nic.mac, { allow_ip_spoofing: true, state: 'running' });
+    const spoof = await feed.next();
+    expect(spoof.changeKind).toEqual({ resource: 'nic', subResources: ['allow_ip_spoofing', 'state'] });
+    expect(spoof.changedResourceId).toBe(nic.mac);
+
+    const [external] = await call(env.client, 'listNetworks', { name: 'external' });
+    await call(env.client, 'updateNetwork', external.uuid, { resolvers: ['1.1.1.1'] });
+    const net = await feed.next();
+    expect(net).toMatchObject({ changeKind: { resource: 'network', subResources: ['resolvers'] }, changedResourceId: external.uuid });
+
+    await call(env.client, 'deleteNic', nic.mac);
+    expect(await feed.next()).toMatchObject({ changeKind: { resource: 'nic', subResources: ['delete'] }, changedResourceId: nic.mac, cn_uuid: cn });
+
+    const stats = await http(`${env.url}/changefeeds/stats`);
+    expect(stats.body.registrations.nic[instance]).toMatchObject({ instance, service: 'net-agent', resource: 'nic' });
+  });
+
+  it('speaks v1 to a listener without Accept-Version', async () => {
+    const feed = await connect();
+    feed.send({ instance: randomUUID(), service: 'test', changeKind: { resource: 'nic_tag', subResources: ['create'] } });
+    expect(await feed.next()).toEqual({ resource: 'nic_tag', bootstrapRoute: '/nic_tags', subResources: ['create', 'delete'] });
+    await call(env.client, 'createNicTag', 'cf_tag');
+    expect(await feed.next()).toMatchObject({ changeKind: { resource: 'nic_tag', subResources: ['create'] }, changedResourceId: 'cf_tag' });
+  });
+
+  it('closes the socket on a bad registration, with the reason', async () => {
+    const unknown = await connect('~2');
+    unknown.send({ instance: 'x', resources: [{ resource: 'vm', subResources: ['create'] }] });
+    expect((await unknown.whenClosed()).reason).toBe('unknown resource: vm');
+
+    const garbage = await connect('~2');
+    garbage.send('not json');
+    expect((await garbage.whenClosed()).reason).toBe('failed to parse v2 registration payload');
+  });
+
+  it('lets a re-registering instance replace its old socket', async () => {
+    const instance = randomUUID();
+    const reg = { instance, resources: [{ resource: 'nic', subResources: ['create'] }] };
+    const old = await connect('~2');
+    old.send(reg);
+    await old.next();
+    const fresh = await connect('~2');
+    fresh.send(reg);
+    await fresh.next();
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    expect((await fresh.next()).changedResourceId).toBe(nic.mac);
+    // The replaced socket is no longer served (fresh got its item, so old's would be queued by now).
+    await expect(old.next(300)).rejects.toThrow('no changefeed message arrived');
+    const stats = await http(`${env.url}/changefeeds/stats`);
+    expect(Object.keys(stats.body.registrations.nic).filter((k) => k === instance)).toHaveLength(1);
+  });
+});

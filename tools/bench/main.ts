@@ -1,0 +1,120 @@
+/**
+ * `npm run bench`: the sink, then for each N a fresh daemon measured step by step (step.ts);
+ * a table on stdout, the JSON results, and docs/performance.md with its chart. Exits non-zero
+ * when a step failed, so CI notices.
+ */
+import { readFile, mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { renderChart } from './chart.js';
+import { cleanUpNow } from './cleanup.js';
+import { renderMarkdown } from './markdown.js';
+import { parseOptions } from './options.js';
+import { chartPathFor, PROJECT_ROOT } from './paths.js';
+import { SinkProcess } from './sink/sink-process.js';
+import { heartbeatIntervalMs, runStep } from './step.js';
+import { renderTable } from './table.js';
+import { closeTaskAgent } from './task-load.js';
+import type { BenchOptions, BenchReport, HostInfo } from './types.js';
+
+function hostInfo(): HostInfo {
+  const cpus = os.cpus();
+  return {
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    memoryBytes: os.totalmem(),
+    kernel: os.release(),
+    node: process.version,
+  };
+}
+
+export async function runBench(opts: BenchOptions, say: (msg: string) => void): Promise<BenchReport> {
+  const startedAt = new Date().toISOString();
+  const sink = await SinkProcess.start();
+  const steps = [];
+  const largest = Math.max(...opts.steps);
+  try {
+    say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
+    for (const n of opts.steps) {
+      steps.push(
+        await runStep(n, {
+          sink,
+          opts,
+          say,
+          profileThis: opts.profile && n === largest,
+          resultsDir: path.dirname(opts.jsonPath),
+        }),
+      );
+    }
+  } finally {
+    await sink.stop();
+    closeTaskAgent();
+  }
+  const { jsonPath: _j, docPath: _d, from: _f, ...options } = opts;
+  return {
+    version: 1,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    host: hostInfo(),
+    options,
+    heartbeatIntervalMs: heartbeatIntervalMs(opts),
+    steps,
+  };
+}
+
+export async function writeOutputs(report: BenchReport, opts: BenchOptions): Promise<string[]> {
+  const written: string[] = [];
+  await mkdir(path.dirname(opts.jsonPath), { recursive: true });
+  await writeFile(opts.jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+  written.push(opts.jsonPath);
+  if (opts.docPath) {
+    const docDir = path.dirname(opts.docPath);
+    await mkdir(docDir, { recursive: true });
+    const chartPath = chartPathFor(opts.docPath);
+    await writeFile(chartPath, renderChart(report.steps, report.finishedAt));
+    const analysis = await readFile(path.join(PROJECT_ROOT, 'tools', 'bench', 'analysis.md'), 'utf8').catch(() => undefined);
+    const md = renderMarkdown({
+      report,
+      chartRef: toPosix(path.relative(docDir, chartPath)),
+      jsonRef: toPosix(path.relative(docDir, opts.jsonPath)),
+      ...(analysis !== undefined ? { analysis } : {}),
+    });
+    await writeFile(opts.docPath, md);
+    written.push(opts.docPath, chartPath);
+  }
+  return written;
+}
+
+async function readReport(file: string): Promise<BenchReport> {
+  const report = JSON.parse(await readFile(file, 'utf8')) as BenchReport;
+  if (report.version !== 1 || !Array.isArray(report.steps)) throw new Error(`${file} is not a benchmark results file`);
+  return report;
+}
+
+function toPosix(p: string): string {
+  return p.split(path.sep).join('/');
+}
+
+async function main(): Promise<void> {
+  const opts = parseOptions(process.argv.slice(2));
+  // Interrupted: take the daemons and temp dirs down with us (the sink follows its IPC channel).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`bench: ${signal}: stopping the daemon and removing temp dirs\n`);
+      cleanUpNow();
+      process.exit(130);
+    });
+  }
+  const say = (msg: string): void => {
+    process.stderr.write(`bench: ${msg}\n`);
+  };
+  const report = opts.from ? await readReport(opts.from) : await runBench(opts, say);
+  process.stdout.write(renderTable(report));
+  for (const file of await writeOutputs(report, opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
+  if (report.steps.some((s) => !s.ok)) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

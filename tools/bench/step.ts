@@ -1,0 +1,343 @@
+/**
+ * One benchmark step: everything measured for one fleet size N, on a fresh data dir.
+ *
+ *   1. baseline   the daemon with 0 CNs, idle: RSS (the "same daemon with 0 CNs")
+ *   2. create     `mockcloud create-servers N` against it: CNs/s, admin NICs from the sink's NAPI
+ *   3. start      restart over the N CNs: seconds until every CN registered and heartbeated
+ *   4. idle       after settling: RSS, RSS per CN, CPU % over a window, heartbeats and status
+ *                 reports per second the sink received, the worst heartbeat gap
+ *   5. tasks      `nop` and `machine_create` latency under that load
+ *   6. VMs        up to vmsPerCn VMs on every CN: creation throughput
+ *   7. VM memory  restart over CNs + VMs, idle: RSS per VM
+ *
+ * Every wait is bounded; a phase that fails ends the step with the figures it has.
+ */
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { onInterrupt } from './cleanup.js';
+import { DaemonProcess, sleep, type DaemonJsonView } from './daemon-process.js';
+import { CLI_MAIN } from './paths.js';
+import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
+import { heapSnapshot, InspectorSession, profileWindow } from './profile.js';
+import type { SinkProcess } from './sink/sink-process.js';
+import type { SinkStats } from './sink/sink.js';
+import { round, summarize } from './stats.js';
+import { runTasks, type TaskRunResult, type TaskTarget } from './task-load.js';
+import type { BenchOptions, StepResult } from './types.js';
+import { machineCreateParams, type ExternalNetwork } from './vm-payload.js';
+
+export interface StepContext {
+  sink: SinkProcess;
+  opts: BenchOptions;
+  /** Progress lines (stderr). */
+  say: (msg: string) => void;
+  /** Profile this step's idle daemon (the largest step, with --profile). */
+  profileThis: boolean;
+  resultsDir: string;
+}
+
+const DEFAULT_HEARTBEAT_MS = 5000;
+const POLL_MS = 250;
+/** Tasks of each kind sent (and not measured) before the latency figures. */
+const WARMUP_TASKS = 20;
+
+export function heartbeatIntervalMs(opts: BenchOptions): number {
+  return opts.timings?.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS;
+}
+
+/** Bounds that grow with N (generous: they stop runaways, they are not targets). */
+function bounds(n: number) {
+  return {
+    daemonReadyMs: 60_000 + n * 20,
+    createMs: 120_000 + n * 100,
+    allHeartbeatedMs: 60_000 + n * 10,
+  };
+}
+
+export async function runStep(n: number, ctx: StepContext): Promise<StepResult> {
+  const { sink, opts } = ctx;
+  const started = performance.now();
+  const say = (msg: string): void => ctx.say(`[N=${n} +${((performance.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+  const result: StepResult = { n, ok: false, errors: [], seconds: 0 };
+  const limits = bounds(n);
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), `mockcloud-bench-${n}-`));
+  const forgetDir = opts.keep ? () => undefined : onInterrupt(() => rmSync(dataDir, { recursive: true, force: true }));
+  let daemon: DaemonProcess | undefined;
+
+  const startDaemon = async (nodeArgs: string[] = []): Promise<{ daemon: DaemonProcess; info: DaemonJsonView }> => {
+    const started = await DaemonProcess.start({
+      dataDir,
+      urls: sink.urls,
+      bindIp: opts.bindIp,
+      logLevel: opts.daemonLogLevel,
+      nodeArgs,
+      readyTimeoutMs: limits.daemonReadyMs,
+    });
+    daemon = started.daemon;
+    return started;
+  };
+  const stopDaemon = async (): Promise<void> => {
+    if (!daemon) return;
+    const d = daemon;
+    daemon = undefined;
+    const end = await d.stop();
+    if (!end.clean) result.errors.push(`daemon did not stop cleanly (${d.describeExit()})`);
+  };
+
+  try {
+    if (opts.timings) await writeFile(path.join(dataDir, 'config.json'), `${JSON.stringify({ timings: opts.timings }, null, 2)}\n`);
+    await sink.reset('all');
+
+    // 1. baseline: the same daemon with 0 CNs
+    say('baseline: daemon with 0 CNs');
+    let { daemon: d } = await startDaemon();
+    await sleep(Math.min(opts.settleSeconds, 2) * 1000);
+    const baseWindowMs = Math.min(opts.windowSeconds, 5) * 1000;
+    const c0 = sampleCpu(d.pid);
+    await sleep(baseWindowMs);
+    result.baseline = { rssBytes: readRssBytes(d.pid), cpuPercent: round(cpuPercent(c0, sampleCpu(d.pid)), 2) };
+
+    // 2. create-servers N through the real CLI
+    say(`create-servers ${n}`);
+    const before = await sink.stats();
+    const created = await runCreateServers(dataDir, n, limits.createMs);
+    const afterCreate = await sink.stats();
+    result.createServers = {
+      requested: n,
+      created: created.created,
+      failed: created.failed,
+      seconds: round(created.seconds, 2),
+      perSecond: round(created.created / created.seconds, 1),
+      nicAllocations: counterDelta(before, afterCreate, 'napi.adminNicAllocation'),
+    };
+    if (created.created < n) throw new Error(`create-servers made ${created.created} of ${n} CNs: ${created.message}`);
+
+    // 3. restart over the N CNs: time to every CN registered and heartbeated
+    await stopDaemon();
+    await sink.reset('cnapi');
+    say('restart: waiting for every CN to register and heartbeat');
+    ({ daemon: d } = await startDaemon(ctx.profileThis ? ['--inspect=127.0.0.1:0'] : []));
+    const all = await waitAllHeartbeated(sink, n, limits.allHeartbeatedMs);
+    result.start = {
+      registered: all.cns.registered,
+      heartbeating: all.cns.heartbeating,
+      secondsToAllRegistered: all.cns.registered >= n ? round((all.cns.lastFirstSysinfoAt - d.spawnedAt) / 1000, 2) : NaN,
+      secondsToAllHeartbeated: all.cns.heartbeating >= n ? round((all.cns.lastFirstHeartbeatAt - d.spawnedAt) / 1000, 2) : NaN,
+    };
+    if (all.cns.heartbeating < n) {
+      result.errors.push(`only ${all.cns.heartbeating} of ${n} CNs heartbeated within ${limits.allHeartbeatedMs} ms`);
+    }
+
+    // 4. idle steady state
+    say(`idle: settling ${opts.settleSeconds} s, measuring ${opts.windowSeconds} s`);
+    await sleep(opts.settleSeconds * 1000);
+    await sink.mark();
+    const s0 = await sink.stats();
+    const cpu0 = sampleCpu(d.pid);
+    await sleep(opts.windowSeconds * 1000);
+    const cpu1 = sampleCpu(d.pid);
+    const s1 = await sink.stats();
+    const rss = readRssBytes(d.pid);
+    const seconds = (s1.at - s0.at) / 1000;
+    const status = await d.control<{ memory?: { heapUsedBytes?: number } }>('GET', '/status').catch(() => undefined);
+    const idle: NonNullable<StepResult['idle']> = {
+      rssBytes: rss,
+      rssPerCnBytes: Math.round((rss - result.baseline.rssBytes) / n),
+      cpuPercent: round(cpuPercent(cpu0, cpu1), 2),
+      windowSeconds: round(seconds, 2),
+      heartbeatsPerSecond: round(counterDelta(s0, s1, 'cnapi.heartbeat') / seconds, 1),
+      expectedHeartbeatsPerSecond: round(n / (heartbeatIntervalMs(opts) / 1000), 1),
+      statusReportsPerSecond: round(counterDelta(s0, s1, 'cnapi.status') / seconds, 2),
+      worstHeartbeatGapMs: s1.cns.worstGapMs,
+      silentCns: s1.cns.silentSinceMark,
+      cnapiErrors: counterDelta(s0, s1, 'cnapi.status.4xx') + counterDelta(s0, s1, 'cnapi.status.5xx'),
+    };
+    const heapUsed = status?.body?.memory?.heapUsedBytes;
+    if (typeof heapUsed === 'number') idle.heapUsedBytes = heapUsed;
+    result.idle = idle;
+
+    // 5. task latency under the heartbeat load
+    const info = (await d.readDaemonJson()) ?? { servers: {} };
+    const targets: TaskTarget[] = Object.entries(info.servers).map(([uuid, a]) => ({ uuid, ip: a.ip, port: a.port }));
+    if (targets.length < n) throw new Error(`daemon.json lists ${targets.length} of ${n} CNs`);
+    const net: ExternalNetwork = {
+      uuid: sink.ready.networks.external,
+      subnet: sink.ready.networks.externalSubnet,
+      gateway: sink.ready.networks.externalGateway,
+    };
+    const taskBudgetMs = 120_000;
+    // Warm-up, not measured: the first requests of a fresh daemon pay for JIT compilation.
+    const warmup = Math.min(WARMUP_TASKS, n);
+    const warmNop = await runTasks({
+      targets,
+      task: 'nop',
+      params: () => ({}),
+      count: warmup,
+      concurrency: opts.taskConcurrency,
+      timeBudgetMs: taskBudgetMs,
+      startAt: targets.length - warmup,
+    });
+    const warmMc = await runTasks({
+      targets,
+      task: 'machine_create',
+      params: (i, t) => machineCreateParams(i, t.uuid, net),
+      count: Math.min(warmup, opts.vmsPerCn * n),
+      concurrency: opts.taskConcurrency,
+      timeBudgetMs: taskBudgetMs,
+    });
+    for (const r of [warmNop, warmMc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2).map((f) => `warm-up: ${f}`));
+    say(`tasks: ${opts.tasksPerKind} nop, ${opts.tasksPerKind} machine_create (concurrency ${opts.taskConcurrency})`);
+    const nop = await runTasks({
+      targets,
+      task: 'nop',
+      params: () => ({}),
+      count: opts.tasksPerKind,
+      concurrency: opts.taskConcurrency,
+      timeBudgetMs: taskBudgetMs,
+    });
+    const mcFirst = warmMc.ok + warmMc.failed;
+    const mc = await runTasks({
+      targets,
+      task: 'machine_create',
+      params: (i, t) => machineCreateParams(i, t.uuid, net),
+      count: Math.min(opts.tasksPerKind, opts.vmsPerCn * n - mcFirst),
+      concurrency: opts.taskConcurrency,
+      timeBudgetMs: taskBudgetMs,
+      startAt: mcFirst,
+    });
+    result.tasks = { nop: taskSummary(nop), machineCreate: taskSummary(mc) };
+    for (const r of [nop, mc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2));
+
+    if (ctx.profileThis) {
+      // After the latency figures, so the inspector and the snapshot's GC cannot touch them.
+      say(`profiling the idle daemon for ${opts.windowSeconds} s, then a heap snapshot`);
+      const m = await d.waitForStderr(/Debugger listening on (ws:\/\/\S+)/, 10_000);
+      await mkdir(ctx.resultsDir, { recursive: true });
+      const session = await InspectorSession.connect(m[1]!);
+      try {
+        result.profile = await profileWindow(session, opts.windowSeconds * 1000, path.join(ctx.resultsDir, `idle-${n}.cpuprofile`));
+        result.heap = await heapSnapshot(session, path.join(ctx.resultsDir, `idle-${n}.heapsnapshot`));
+      } catch (err) {
+        result.errors.push(`profiling: ${(err as Error).message}`);
+      } finally {
+        session.close();
+      }
+    }
+
+    // 6. VMs: vmsPerCn on every CN (round-robin continues where machine_create stopped)
+    const target = opts.vmsPerCn * n;
+    const firstIndex = mcFirst + mc.ok + mc.failed;
+    say(`VMs: creating ${target - firstIndex} more (${opts.vmsPerCn} per CN, concurrency ${opts.vmConcurrency}, budget ${opts.vmBudgetSeconds} s)`);
+    const rssBeforeVms = readRssBytes(d.pid);
+    const vmRun = await runTasks({
+      targets,
+      task: 'machine_create',
+      params: (i, t) => machineCreateParams(i, t.uuid, net),
+      count: Math.max(0, target - firstIndex),
+      concurrency: opts.vmConcurrency,
+      timeBudgetMs: opts.vmBudgetSeconds * 1000,
+      startAt: firstIndex,
+    });
+    const rssAfterCreate = readRssBytes(d.pid);
+    const vmsCreated = warmMc.ok + mc.ok + vmRun.ok;
+    if (vmRun.failed > 0) result.errors.push(...vmRun.failures.slice(0, 2));
+    if (vmRun.timedOut) result.errors.push(`VM creation stopped by its ${opts.vmBudgetSeconds} s budget at ${vmsCreated} of ${target} VMs`);
+
+    // 7. VM memory: restart over CNs + VMs, idle
+    await stopDaemon();
+    await sink.reset('cnapi');
+    say(`restart with ${vmsCreated} VMs: waiting for every CN to heartbeat`);
+    ({ daemon: d } = await startDaemon());
+    const allWithVms = await waitAllHeartbeated(sink, n, limits.allHeartbeatedMs + vmsCreated * 2);
+    await sleep(opts.settleSeconds * 1000);
+    const rssWithVms = readRssBytes(d.pid);
+    const vmapi = await sink.stats();
+    result.vms = {
+      perCn: opts.vmsPerCn,
+      target,
+      created: vmsCreated,
+      failed: warmMc.failed + mc.failed + vmRun.failed,
+      seconds: round(vmRun.seconds, 2),
+      perSecond: round(vmRun.ok / vmRun.seconds, 1),
+      timedOut: vmRun.timedOut,
+      rssBeforeBytes: rssBeforeVms,
+      rssAfterCreateBytes: rssAfterCreate,
+      rssAfterRestartBytes: rssWithVms,
+      bytesPerVm: vmsCreated > 0 ? Math.round((rssWithVms - idle.rssBytes) / vmsCreated) : NaN,
+      secondsToAllHeartbeatedWithVms:
+        allWithVms.cns.heartbeating >= n ? round((allWithVms.cns.lastFirstHeartbeatAt - d.spawnedAt) / 1000, 2) : NaN,
+      vmapiVmsStored: vmapi.store.vms,
+    };
+    await stopDaemon();
+    result.ok = result.errors.length === 0;
+  } catch (err) {
+    result.errors.push(err instanceof Error ? err.message : String(err));
+    result.ok = false;
+  } finally {
+    await stopDaemon().catch((err: unknown) => result.errors.push(`stopping the daemon: ${(err as Error).message}`));
+    if (!opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    else say(`kept ${dataDir}`);
+    forgetDir();
+    result.seconds = round((performance.now() - started) / 1000, 1);
+  }
+  return result;
+}
+
+function taskSummary(r: TaskRunResult) {
+  return { ...summarize(r.latenciesMs), failed: r.failed, failures: r.failures };
+}
+
+function counterDelta(a: SinkStats, b: SinkStats, name: string): number {
+  return (b.counters[name] ?? 0) - (a.counters[name] ?? 0);
+}
+
+/** Poll the sink until N CNs registered and heartbeated, or the bound passes. */
+async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await sink.stats();
+    if ((s.cns.registered >= n && s.cns.heartbeating >= n) || Date.now() >= deadline) return s;
+    await sleep(POLL_MS);
+  }
+}
+
+interface CreateOutcome {
+  created: number;
+  failed: number;
+  seconds: number;
+  message: string;
+}
+
+/** `mockcloud create-servers N --json` as a user runs it, timed from spawn to exit. */
+async function runCreateServers(dataDir: string, n: number, timeoutMs: number): Promise<CreateOutcome> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [CLI_MAIN, 'create-servers', String(n), '--data-dir', dataDir, '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, MOCKCLOUD_NO_MDATA: '1' },
+  });
+  const out: Buffer[] = [];
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => out.push(d));
+  child.stderr.on('data', (d: Buffer) => {
+    err = (err + d.toString('utf8')).slice(-4096);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const forget = onInterrupt(() => child.kill('SIGKILL'));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  forget();
+  const seconds = (performance.now() - started) / 1000;
+  let parsed: { created?: unknown[]; errors?: unknown[] } = {};
+  try {
+    parsed = JSON.parse(Buffer.concat(out).toString('utf8')) as typeof parsed;
+  } catch {
+    // reported below
+  }
+  const created = Array.isArray(parsed.created) ? parsed.created.length : 0;
+  const failed = Array.isArray(parsed.errors) ? parsed.errors.length : 0;
+  const lastLines = err.trim().split('\n').slice(-3).join(' | ');
+  return { created, failed, seconds, message: `exit ${code}${lastLines ? `: ${lastLines}` : ''}` };
+}

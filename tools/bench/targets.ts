@@ -1,0 +1,123 @@
+/**
+ * The targets of issue 7 and how each is judged against a run. Figures defined "at 10,000 CNs"
+ * are judged on the 10,000 step; without one, on the largest step and marked as not at scale.
+ */
+import type { BenchReport, StepResult } from './types.js';
+import { fmt, fmtN } from './figures.js';
+
+export type Verdict = 'met' | 'missed' | 'not measured';
+
+export interface TargetRow {
+  figure: string;
+  target: string;
+  /** What the original mockcloud did (issue 7), for comparison. */
+  original: string;
+  measured: string;
+  atN: number | undefined;
+  /** The verdict, and whether the step it comes from is the scale the target names. */
+  verdict: Verdict;
+  atScale: boolean;
+}
+
+const SCALE = 10_000;
+
+interface TargetDef {
+  figure: string;
+  target: string;
+  original: string;
+  /** Judge one step: the measured text and whether it meets the target (undefined = no figure). */
+  judge: (s: StepResult, report: BenchReport) => { measured: string; met: boolean | undefined };
+}
+
+const TARGETS: readonly TargetDef[] = [
+  {
+    figure: 'CNs in one daemon',
+    target: '10,000, every one heartbeating every 5 s (no gap over 11 s)',
+    original: 'one process per agent kind, a process per task',
+    judge: (s, r) => {
+      if (!s.idle || !s.start) return { measured: '—', met: undefined };
+      const gap = s.idle.worstHeartbeatGapMs;
+      const realTimings = r.heartbeatIntervalMs === 5000;
+      return {
+        measured: `${fmtN(s.start.heartbeating)} of ${fmtN(s.n)} heartbeating, worst gap ${fmt(gap / 1000, 1)} s${realTimings ? '' : ` (heartbeat every ${r.heartbeatIntervalMs / 1000} s)`}`,
+        met: s.n >= SCALE && s.start.heartbeating >= s.n && s.idle.silentCns === 0 && gap <= 11_000 && realTimings,
+      };
+    },
+  },
+  {
+    figure: 'RSS per idle CN',
+    target: '≤ 50 KB',
+    original: '≈ 430 KB (KWOK: 60–100 KB per node)',
+    judge: (s) => figure(s.idle?.rssPerCnBytes, (v) => `${fmt(v / 1024, 1)} KB`, (v) => v <= 50 * 1024),
+  },
+  {
+    figure: 'daemon CPU, idle',
+    target: '≤ 50 % of one core at 10,000 CNs',
+    original: '9.5 % at 100 CNs (≈ 9.5 cores at 10,000)',
+    judge: (s) => figure(s.idle?.cpuPercent, (v) => `${fmt(v, 1)} %`, (v) => v <= 50),
+  },
+  {
+    figure: 'start to all registered',
+    target: '≤ 30 s for 10,000',
+    original: '—',
+    judge: (s) => figure(s.start?.secondsToAllRegistered, (v) => `${fmt(v, 1)} s (all heartbeated: ${fmt(s.start?.secondsToAllHeartbeated, 1)} s)`, (v) => v <= 30),
+  },
+  {
+    figure: '`create-servers`',
+    target: '≥ 200 CNs per second',
+    original: '≈ 0.9 CNs/s (1.1 s each, serially)',
+    judge: (s) => figure(s.createServers?.perSecond, (v) => `${fmt(v, 0)} CNs/s`, (v) => v >= 200),
+  },
+  {
+    figure: '`nop` task p99',
+    target: '≤ 10 ms at 10,000 CNs',
+    original: '281 ms',
+    judge: (s) => figure(s.tasks?.nop.p99Ms, (v) => `${fmt(v, 2)} ms (p50 ${fmt(s.tasks?.nop.p50Ms, 2)} ms)`, (v) => v <= 10),
+  },
+  {
+    figure: '`machine_create` p99',
+    target: '≤ 30 ms at 10,000 CNs, with the durable write',
+    original: '701 ms',
+    judge: (s) =>
+      figure(s.tasks?.machineCreate.p99Ms, (v) => `${fmt(v, 2)} ms (p50 ${fmt(s.tasks?.machineCreate.p50Ms, 2)} ms)`, (v) => v <= 30),
+  },
+  {
+    figure: 'memory per VM',
+    target: '≤ 8 KB; 100,000 VMs across the fleet',
+    original: '—',
+    judge: (s) =>
+      figure(
+        s.vms?.bytesPerVm,
+        (v) => `${fmt(v / 1024, 2)} KB over ${fmtN(s.vms?.created ?? 0)} VMs`,
+        (v) => v <= 8 * 1024 && (s.vms?.created ?? 0) >= 100_000,
+      ),
+  },
+];
+
+function figure(
+  v: number | undefined,
+  show: (v: number) => string,
+  ok: (v: number) => boolean,
+): { measured: string; met: boolean | undefined } {
+  if (v === undefined || !Number.isFinite(v)) return { measured: '—', met: undefined };
+  return { measured: show(v), met: ok(v) };
+}
+
+/** The step a target is judged on: N = 10,000 if measured, else the largest N that got figures. */
+function stepForTargets(report: BenchReport): StepResult | undefined {
+  const withFigures = report.steps.filter((s) => s.idle !== undefined);
+  return withFigures.find((s) => s.n === SCALE) ?? withFigures.sort((a, b) => b.n - a.n)[0];
+}
+
+export function judgeTargets(report: BenchReport): TargetRow[] {
+  const step = stepForTargets(report);
+  return TARGETS.map((t) => {
+    if (!step) {
+      return { figure: t.figure, target: t.target, original: t.original, measured: '—', atN: undefined, verdict: 'not measured', atScale: false };
+    }
+    const j = t.judge(step, report);
+    const atScale = step.n >= SCALE;
+    const verdict: Verdict = j.met === undefined ? 'not measured' : j.met ? 'met' : 'missed';
+    return { figure: t.figure, target: t.target, original: t.original, measured: j.measured, atN: step.n, verdict, atScale };
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * Tasks sent the way CNAPI sends them: `POST http://<CN Agent IP>:<CN Agent Port>/tasks` with
+ * `x-server-uuid` and `x-request-id`, body `{task, params}`, held open until the task ends
+ * (cn-agent-spec §2.3, §2.8). Spread round-robin over the CNs with bounded concurrency, and
+ * bounded in count and time; each completed request's latency is recorded.
+ */
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+
+export interface TaskTarget {
+  uuid: string;
+  ip: string;
+  port: number;
+}
+
+export interface TaskOutcome {
+  status: number;
+  ms: number;
+  body: unknown;
+}
+
+export interface TaskRunResult {
+  /** Latencies (ms) of the tasks that succeeded (HTTP 200). */
+  latenciesMs: number[];
+  ok: number;
+  failed: number;
+  /** A few failure descriptions, for the report. */
+  failures: string[];
+  /** Wall time of the whole run, s. */
+  seconds: number;
+  /** True when the time bound stopped the run early. */
+  timedOut: boolean;
+}
+
+const TASK_TIMEOUT_MS = 60_000;
+
+/** One keep-alive agent for the harness, as CNAPI reuses its connections. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+export function closeTaskAgent(): void {
+  agent.destroy();
+}
+
+export function postTask(target: TaskTarget, task: string, params: Record<string, unknown>): Promise<TaskOutcome> {
+  const payload = Buffer.from(JSON.stringify({ task, params }));
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: target.ip,
+        port: target.port,
+        method: 'POST',
+        path: '/tasks',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          accept: 'application/json',
+          'x-server-uuid': target.uuid,
+          'x-request-id': randomUUID(),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const ms = performance.now() - started;
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            // keep the text
+          }
+          resolve({ status: res.statusCode ?? 0, ms, body });
+        });
+      },
+    );
+    req.setTimeout(TASK_TIMEOUT_MS, () => req.destroy(new Error(`task ${task} timed out after ${TASK_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+export interface TaskRunOptions {
+  targets: readonly TaskTarget[];
+  task: string;
+  /** Params of the i-th task, sent to `target`. */
+  params: (i: number, target: TaskTarget) => Record<string, unknown>;
+  count: number;
+  concurrency: number;
+  /** Stop starting new tasks after this long. */
+  timeBudgetMs: number;
+  /** Called after each successful task. */
+  onOk?: (i: number, target: TaskTarget, outcome: TaskOutcome) => void;
+  /** Index of the first task (round-robin position). */
+  startAt?: number;
+}
+
+export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
+  const result: TaskRunResult = { latenciesMs: [], ok: 0, failed: 0, failures: [], seconds: 0, timedOut: false };
+  if (opts.targets.length === 0 || opts.count <= 0) return result;
+  const started = performance.now();
+  const deadline = started + opts.timeBudgetMs;
+  const first = opts.startAt ?? 0;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < opts.count) {
+      if (performance.now() >= deadline) {
+        result.timedOut = true;
+        return;
+      }
+      const i = next++;
+      const target = opts.targets[(first + i) % opts.targets.length]!;
+      try {
+        const outcome = await postTask(target, opts.task, opts.params(first + i, target));
+        if (outcome.status === 200) {
+          result.ok++;
+          result.latenciesMs.push(outcome.ms);
+          opts.onOk?.(first + i, target, outcome);
+        } else {
+          noteFailure(result, `${opts.task} on ${target.uuid}: HTTP ${outcome.status} ${short(outcome.body)}`);
+        }
+      } catch (err) {
+        noteFailure(result, `${opts.task} on ${target.uuid}: ${(err as Error).message}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, opts.count)) }, worker));
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+function noteFailure(result: TaskRunResult, what: string): void {
+  result.failed++;
+  if (result.failures.length < 5) result.failures.push(what);
+}
+
+function short(body: unknown): string {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return text === undefined ? '' : text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}

@@ -1,0 +1,127 @@
+/** The benchmark's options and results (the JSON it writes has this shape). */
+import type { LatencySummary } from './stats.js';
+
+export interface BenchOptions {
+  steps: number[];
+  quick: boolean;
+  /** Steady-state measuring window, s. */
+  windowSeconds: number;
+  /** Wait after every CN has heartbeated before measuring, s. */
+  settleSeconds: number;
+  /** Tasks of each kind (nop, machine_create) for the latency figures. */
+  tasksPerKind: number;
+  taskConcurrency: number;
+  vmsPerCn: number;
+  vmConcurrency: number;
+  /** Time bound of the VM creation phase, s. */
+  vmBudgetSeconds: number;
+  /** Shortened CNAPI timings for CI runs (daemon config `timings`); absent = the real agent's. */
+  timings?: { heartbeatIntervalMs: number; startSpreadMs: number; statusThrottleMs?: number; statusIntervalMs?: number };
+  jsonPath: string;
+  /** undefined = write no document. */
+  docPath: string | undefined;
+  keep: boolean;
+  /** Re-render outputs from this results JSON instead of running. */
+  from?: string;
+  /** Write a CPU profile of the largest step's idle daemon and summarise it. */
+  profile: boolean;
+  bindIp: string;
+  daemonLogLevel: string;
+}
+
+export interface HostInfo {
+  cpus: number;
+  cpuModel: string;
+  memoryBytes: number;
+  kernel: string;
+  node: string;
+}
+
+export interface ProfileSummary {
+  file: string;
+  /** Functions by self time, as % of the busy (non-idle) samples. */
+  top: { fn: string; where: string; selfPercent: number }[];
+  /** Files (modules) by self time, as % of the busy samples. */
+  files: { file: string; selfPercent: number }[];
+  /** Share of the profiled period the daemon's main thread was not idle. */
+  busyPercent: number;
+  totalMs: number;
+}
+
+export interface HeapSummary {
+  file: string;
+  /** Live JS heap after a full GC, bytes (sum of self sizes). */
+  totalBytes: number;
+  /** Kinds of heap objects by self size: objects by constructor, others by V8 type. */
+  top: { kind: string; bytes: number; count: number }[];
+}
+
+export interface StepResult {
+  n: number;
+  ok: boolean;
+  /** What went wrong (a failed step keeps the figures it got). */
+  errors: string[];
+  seconds: number;
+  baseline?: { rssBytes: number; cpuPercent: number };
+  createServers?: {
+    requested: number;
+    created: number;
+    failed: number;
+    seconds: number;
+    perSecond: number;
+    nicAllocations: number;
+  };
+  start?: {
+    secondsToAllRegistered: number;
+    secondsToAllHeartbeated: number;
+    registered: number;
+    heartbeating: number;
+  };
+  idle?: {
+    rssBytes: number;
+    rssPerCnBytes: number;
+    heapUsedBytes?: number;
+    cpuPercent: number;
+    windowSeconds: number;
+    heartbeatsPerSecond: number;
+    /** N / heartbeat interval: what every CN beating on time would give. */
+    expectedHeartbeatsPerSecond: number;
+    statusReportsPerSecond: number;
+    worstHeartbeatGapMs: number;
+    silentCns: number;
+    cnapiErrors: number;
+  };
+  tasks?: {
+    nop: LatencySummary & { failed: number; failures: string[] };
+    machineCreate: LatencySummary & { failed: number; failures: string[] };
+  };
+  vms?: {
+    perCn: number;
+    target: number;
+    created: number;
+    failed: number;
+    seconds: number;
+    perSecond: number;
+    timedOut: boolean;
+    rssBeforeBytes: number;
+    rssAfterCreateBytes: number;
+    /** RSS of the daemon restarted over the same data dir (VMs loaded from disk), idle. */
+    rssAfterRestartBytes: number;
+    bytesPerVm: number;
+    secondsToAllHeartbeatedWithVms: number;
+    vmapiVmsStored: number;
+  };
+  profile?: ProfileSummary;
+  heap?: HeapSummary;
+}
+
+export interface BenchReport {
+  version: 1;
+  startedAt: string;
+  finishedAt: string;
+  host: HostInfo;
+  options: Omit<BenchOptions, 'jsonPath' | 'docPath' | 'from'>;
+  /** The CNAPI timings the daemon ran with (the real agent's unless a CI run shortened them). */
+  heartbeatIntervalMs: number;
+  steps: StepResult[];
+}
