@@ -5,9 +5,13 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
+import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { CliError } from './daemon-client.js';
 
 interface DaemonArgs extends RawSettings {
   config?: string;
+  headnode?: boolean;
+  servers?: number;
 }
 
 function builder(y: Argv): Argv<DaemonArgs> {
@@ -18,11 +22,25 @@ function builder(y: Argv): Argv<DaemonArgs> {
   for (const s of SETTINGS) {
     out = out.option(s.flag, { type: 'string', describe: `${s.help} (env ${s.env})` }) as Argv<DaemonArgs>;
   }
+  out = out
+    .option('headnode', {
+      type: 'boolean',
+      default: true,
+      describe:
+        'run the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI on loopback ports, state in <data-dir>/headnode/) ' +
+        'when no Triton address is configured; --no-headnode runs the mock CNs standalone instead',
+    })
+    .option('servers', {
+      type: 'number',
+      describe: `make sure at least N mock CNs exist at start (creates the missing ones, 0-${MAX_CREATE_COUNT}; never deletes)`,
+    }) as Argv<DaemonArgs>;
   return out.epilog(
     'Each setting comes from, in this order: its flag, its environment variable, the config file ' +
       '(same names in camelCase, e.g. "cnapiUrl"), SmartOS mdata (sdc:datacenter_name + dnsDomain give ' +
       'http://cnapi.<dc>.<domain> and the other API URLs; ufdsAdmin, sdc:nics, mockcloudRoot), then the default. ' +
-      'Without a CNAPI URL the mock CNs run standalone (registered at once, reporting to no one). ' +
+      'Without any Triton address the daemon runs the embedded dev headnode and points the mock CNs at it ' +
+      '(its addresses are printed and written to <data-dir>/headnode.json); with --no-headnode and no CNAPI URL ' +
+      'the mock CNs run standalone (registered at once, reporting to no one). ' +
       'The data dir defaults to /data/mockcloud when it exists, else ~/.mockcloud. ' +
       'Other commands find this daemon through <data-dir>/daemon.json.',
   );
@@ -35,6 +53,10 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     if (typeof v === 'string' || typeof v === 'number') flags[s.key] = v;
   }
   if (typeof argv.config === 'string') flags.config = argv.config;
+  const servers = argv.servers;
+  if (servers !== undefined && (!Number.isInteger(servers) || servers < 0 || servers > MAX_CREATE_COUNT)) {
+    throw new CliError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
+  }
   const config = await resolveConfig({
     flags,
     env: process.env,
@@ -42,7 +64,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   });
   // Loaded here, not at the top: other commands need none of the daemon's modules.
   const { Daemon } = await import('../daemon/daemon.js');
-  const daemon = new Daemon({ config });
+  const daemon = new Daemon({ config, ...(argv.headnode === false ? {} : { embeddedHeadnode: {} }) });
 
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -63,19 +85,40 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
 
   await daemon.start();
   const c = daemon.controlAddress;
+  const urls = daemon.config.urls;
+  const where = daemon.headnode ? ' (embedded dev headnode)' : '';
   const lines = [
     `mockcloud daemon running (pid ${process.pid})`,
     `  data dir:     ${config.dataDir}`,
     `  control API:  ${c.url}`,
-    `  mock CNs:     ${daemon.fleet.size}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
-    `  CNAPI:        ${config.urls.cnapi ?? 'none (standalone)'}`,
-    `  VMAPI:        ${config.urls.vmapi ?? 'none'}`,
-    `  NAPI:         ${config.urls.napi ?? 'none'}`,
-    `  IMGAPI:       ${config.urls.imgapi ?? 'none'}`,
+    config.agentIps === 'loopback'
+      ? `  mock CNs:     ${daemon.fleet.size}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
+      : `  mock CNs:     ${daemon.fleet.size}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
+    `  cmon-agent:   ${cmonLine(daemon.cmonAddresses)}`,
+    `  CNAPI:        ${urls.cnapi ? urls.cnapi + where : 'none (standalone)'}`,
+    `  VMAPI:        ${urls.vmapi ? urls.vmapi + where : 'none'}`,
+    `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
+    `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  logs:         ${config.logFile ?? 'stderr'}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+  if (servers !== undefined && servers > daemon.fleet.size && !stopping) {
+    process.stdout.write(`creating ${servers - daemon.fleet.size} mock CN(s) to reach ${servers}...\n`);
+    const result = await daemon.growTo(servers);
+    if (result.errors.length > 0) {
+      // The daemon keeps running (what exists works); the failure is plain on stdout and in the log.
+      process.stdout.write(`mockcloud daemon: ${result.errors.length} server creation(s) failed: ${result.errors[0]!.message}\n`);
+    }
+    process.stdout.write(`mock CNs: ${daemon.fleet.size} (wanted ${servers})\n`);
+  }
   // The control API's listening socket keeps the process alive until a signal stops it.
+}
+
+function cmonLine(addresses: { ip: string; port: number }[] | undefined): string {
+  if (!addresses) return 'not running';
+  if (addresses.length === 0) return 'no address yet';
+  const port = addresses[0]!.port;
+  return addresses.length === 1 ? `${addresses[0]!.ip}:${port}` : `port ${port} on ${addresses.length} addresses`;
 }
 
 export const daemonCommand: CommandModule<object, DaemonArgs> = {

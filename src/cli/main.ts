@@ -3,6 +3,14 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createServersCommand } from './create-servers-command.js';
 import { daemonCommand } from './daemon-command.js';
+import { headnodeCommand } from './headnode-command.js';
+import { addExternalsCommand } from './add-externals-command.js';
+import { deleteServersCommand } from './delete-servers-command.js';
+import { ensureServersCommand } from './ensure-servers-command.js';
+import { faultsCommand } from './faults-command.js';
+import { listServersCommand } from './list-servers-command.js';
+import { rescanCommand } from './rescan-command.js';
+import { statusCommand } from './status-command.js';
 
 /** The `mockcloud` command. Each subcommand lives in its own module under src/cli/. */
 export async function main(argv: string[]): Promise<void> {
@@ -10,7 +18,15 @@ export async function main(argv: string[]): Promise<void> {
     .scriptName('mockcloud')
     .usage('$0 <command> [options]\n\nMany mock Triton compute nodes in one process.')
     .command(daemonCommand)
+    .command(headnodeCommand)
     .command(createServersCommand)
+    .command(ensureServersCommand)
+    .command(deleteServersCommand)
+    .command(listServersCommand)
+    .command(statusCommand)
+    .command(addExternalsCommand)
+    .command(rescanCommand)
+    .command(faultsCommand)
     .demandCommand(1, 'Name a command; see --help.')
     .strict()
     .help()

@@ -29,6 +29,17 @@ const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: un
 export const DEFAULT_ADMIN_UUID = '930896af-bf8c-48d4-885c-6573a94b1853';
 export const DEFAULT_DATACENTER_NAME = 'mockcloud';
 export const DEFAULT_BIND_IP = '127.0.0.1';
+/** cmon-agent's port on a real CN; CMON never asks for another. */
+export const DEFAULT_CMON_PORT = 9163;
+
+/**
+ * How the mock CNs get their `CN Agent IP`:
+ *   shared     every CN's cn-agent socket binds the bind IP (one address, one port per CN);
+ *   loopback   (Linux) every CN gets its own 127.x.y.z address (agent-ips.ts), so CMON's
+ *              `http://<CN Agent IP>:9163/v1/gz/metrics` reaches exactly that CN.
+ */
+export type AgentIpMode = 'shared' | 'loopback';
+export const AGENT_IP_MODES: readonly AgentIpMode[] = ['shared', 'loopback'];
 /** Used when the host is not SmartOS (there, "Live Image" comes from `uname -v`, as the original). */
 export const DEFAULT_PLATFORM = '20210826T002459Z';
 
@@ -40,6 +51,13 @@ export interface DaemonConfig {
   portRange?: [number, number];
   /** The control API's port on 127.0.0.1; 0 = ephemeral (daemon.json says which). */
   controlPort: number;
+  /**
+   * cmon-agent's port (9163 like a real CN); 0 = ephemeral (daemon.json says which). Optional
+   * so hand-built configs (tests) keep compiling: absent means the default.
+   */
+  cmonPort?: number;
+  /** Shared bind IP or one loopback address per CN; absent means 'shared'. */
+  agentIps?: AgentIpMode;
   urls: ServiceUrls;
   datacenterName: string;
   dnsDomain?: string;
@@ -57,7 +75,8 @@ export interface DaemonConfig {
   sources: Record<string, ConfigSource>;
 }
 
-export type ConfigSource = 'flag' | 'env' | 'file' | 'mdata' | 'derived' | 'default';
+/** 'headnode': filled in by the daemon from its embedded dev headnode. */
+export type ConfigSource = 'flag' | 'env' | 'file' | 'mdata' | 'derived' | 'default' | 'headnode';
 
 /** One row per setting: its flag, environment variable and config file key. */
 export const SETTINGS = [
@@ -69,6 +88,13 @@ export const SETTINGS = [
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
+  { key: 'cmonPort', flag: 'cmon-port', env: 'MOCKCLOUD_CMON_PORT', help: 'cmon-agent port (default 9163 like a real CN; 0: ephemeral)' },
+  {
+    key: 'agentIps',
+    flag: 'agent-ips',
+    env: 'MOCKCLOUD_AGENT_IPS',
+    help: "'shared' (every CN on the bind IP) or 'loopback' (Linux: each CN its own 127.x.y.z CN Agent IP; default shared)",
+  },
   { key: 'datacenterName', flag: 'datacenter-name', env: 'MOCKCLOUD_DATACENTER_NAME', help: 'sysinfo "Datacenter Name" of new CNs' },
   { key: 'dnsDomain', flag: 'dns-domain', env: 'MOCKCLOUD_DNS_DOMAIN', help: 'DNS domain for derived API URLs' },
   { key: 'adminUuid', flag: 'admin-uuid', env: 'MOCKCLOUD_ADMIN_UUID', help: 'owner of new admin NICs (mdata ufdsAdmin)' },
@@ -176,6 +202,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
 
   const portRangeText = await lookup('portRange');
   const controlPortText = await lookup('controlPort');
+  const cmonPortText = await lookup('cmonPort');
+  const agentIps = parseAgentIpMode((await lookup('agentIps')) ?? ((sources.agentIps = 'default'), 'shared'));
   const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
   if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
   const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
@@ -192,6 +220,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     dataDir,
     bindIp,
     controlPort: controlPortText === undefined ? ((sources.controlPort = 'default'), 0) : parsePort('controlPort', controlPortText, true),
+    cmonPort: cmonPortText === undefined ? ((sources.cmonPort = 'default'), DEFAULT_CMON_PORT) : parsePort('cmonPort', cmonPortText, true),
+    agentIps,
     urls,
     datacenterName,
     adminUuid: adminUuid.toLowerCase(),
@@ -280,6 +310,18 @@ function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
     throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
   }
   return n;
+}
+
+function parseAgentIpMode(text: string): AgentIpMode {
+  const mode = text.trim().toLowerCase();
+  if (!(AGENT_IP_MODES as readonly string[]).includes(mode)) {
+    throw invalid('agentIps', `agent IP mode ${JSON.stringify(text)} is not one of ${AGENT_IP_MODES.join(', ')}`);
+  }
+  // Only Linux routes all of 127/8 to the loopback interface without configuring aliases.
+  if (mode === 'loopback' && process.platform !== 'linux') {
+    throw invalid('agentIps', `agent IP mode 'loopback' needs Linux (all of 127/8 local); this is ${process.platform}`);
+  }
+  return mode as AgentIpMode;
 }
 
 export function parsePortRange(text: string): [number, number] {

@@ -11,6 +11,11 @@
  *   GET    /servers/:uuid             one CN, with sysinfo and agents
  *   DELETE /servers/:uuid             stop and delete a CN (CNAPI/NAPI cleanup best effort)
  *   POST   /servers/:uuid/rescan      re-read the CN's VM files and sysinfo.json (hand edits)
+ *   POST   /rescan                    the same for every CN
+ *   GET    /faults                    cn-agent task fault rules (src/agents/cn-agent/faults.ts)
+ *   POST   /faults                    add one: {server?, task?, delayMs?, error?, probability?}
+ *   DELETE /faults[?server=UUID]      remove all (of one CN)
+ *   DELETE /faults/:id                remove one
  *
  * Errors are Triton-style `{"code","message"}` with the catalogue's status.
  */
@@ -47,6 +52,11 @@ export interface ControlHandlers {
   createServers(body: unknown): Promise<ControlResponse>;
   deleteServer(uuid: string): Promise<unknown>;
   rescanServer(uuid: string): Promise<unknown>;
+  rescanAll(): Promise<unknown>;
+  listFaults(): unknown;
+  setFault(body: unknown): unknown;
+  clearFaults(server: string | undefined): unknown;
+  removeFault(id: string): unknown;
 }
 
 export class ControlApi {
@@ -135,11 +145,26 @@ export class ControlApi {
           return only('GET', () => h.config());
         case 'profiles':
           return only('GET', () => h.profiles());
+        case 'rescan':
+          return only('POST', () => h.rescanAll());
+        case 'faults': {
+          if (r.method === 'GET') return { body: h.listFaults() };
+          if (r.method === 'POST') return { body: h.setFault(r.body) };
+          if (r.method === 'DELETE') {
+            const server = r.query.get('server') ?? undefined;
+            if (server !== undefined && !isUuid(server)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(server)} is not a server UUID`);
+            return { body: h.clearFaults(server) };
+          }
+          throw methodNotAllowed(r.method, '/faults');
+        }
         case 'servers':
           if (r.method === 'GET') return { body: h.listServers() };
           if (r.method === 'POST') return h.createServers(r.body);
           throw methodNotAllowed(r.method, '/servers');
       }
+    }
+    if (first === 'faults' && uuid !== undefined && action === undefined) {
+      return only('DELETE', () => h.removeFault(uuid));
     }
     if (first === 'servers' && uuid !== undefined && rest.length === 0) {
       if (!isUuid(uuid)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(uuid)} is not a server UUID`);

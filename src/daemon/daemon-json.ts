@@ -21,6 +21,13 @@ export interface DaemonJson {
   control: { ip: string; port: number; url: string };
   urls: ServiceUrls;
   bindIp: string;
+  /** 'shared': every CN's agent IP is the bind IP; 'loopback': each CN has its own 127.x.y.z. */
+  agentIps?: 'shared' | 'loopback';
+  /**
+   * Where cmon-agent listens (absent when the daemon runs without it): one port for every
+   * address (9163 unless --cmon-port); in loopback mode one address per CN.
+   */
+  cmonAgent?: { port: number; addresses: { ip: string; port: number }[] };
   /** uuid → where that CN's cn-agent listens. */
   servers: Record<string, { ip: string; port: number }>;
 }

@@ -10,6 +10,7 @@ import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
 import { readSysinfoFile, adminNicOf, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
@@ -18,11 +19,13 @@ import type { DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
 import { DaemonJsonWriter, daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
-import { DEFAULT_PLUGINS } from './default-plugins.js';
+import { defaultPlugins } from './default-plugins.js';
+import { LoopbackAgentIps } from './agent-ips.js';
+import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { Fleet } from './fleet.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from './scheduler.js';
-import { ServerFactory } from './server-factory.js';
+import { ServerFactory, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
 
@@ -34,10 +37,17 @@ export interface DaemonOptions {
   /** Stand-ins for tests; the real CnAgentServer / Vmadm by default. */
   cnAgent?: (ctx: ServiceContext) => Promise<CnAgentHost> | CnAgentHost;
   vmadm?: (ctx: ServiceContext) => Promise<VmadmHost> | VmadmHost;
+  /** The agent plug-ins; `defaultPlugins(config)` (vm-agent, net-agent, cmon-agent) by default. */
   plugins?: readonly CnAgentPluginFactory[];
   /** Parallel server creations (POST /servers). */
   createConcurrency?: number;
   loadConcurrency?: number;
+  /**
+   * Run the embedded dev headnode (src/headnode) in this process when no Triton address is
+   * configured (no CNAPI, VMAPI, NAPI or IMGAPI URL), and point every CN at it. Off unless
+   * asked: `mockcloud daemon` asks unless run with --no-headnode.
+   */
+  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string };
 }
 
 type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -67,10 +77,13 @@ export class Daemon {
   private rates: RateWindow | undefined;
   private rateJob: ScheduledJob | undefined;
   private ownsDataDir = false;
+  private headnodeInstance: Headnode | undefined;
+  private agentIps: LoopbackAgentIps | undefined;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
-    this.config = opts.config;
+    // A copy: the embedded headnode fills in the URLs, the caller's object stays as given.
+    this.config = { ...opts.config, urls: { ...opts.config.urls }, sources: { ...opts.config.sources } };
     this.log =
       opts.log ??
       createLogger({
@@ -109,6 +122,7 @@ export class Daemon {
     try {
       await fsp.mkdir(config.dataDir, { recursive: true });
       await this.refuseSecondDaemon();
+      await this.startEmbeddedHeadnode();
       this.scheduler.start();
 
       const ctx: ServiceContext = { config, log, http: this.http };
@@ -144,13 +158,19 @@ export class Daemon {
         dataDir: config.dataDir,
         countError: (kind) => this.countError(kind),
       });
-      for (const make of this.opts.plugins ?? DEFAULT_PLUGINS) {
+      for (const make of this.opts.plugins ?? defaultPlugins(config)) {
         const plugin = make(pluginCtx('agent-plugin'));
         await plugin.start();
         this.plugins.push(plugin);
       }
 
       this.daemonJson = new DaemonJsonWriter(daemonJsonPath(config.dataDir), () => this.daemonJsonContent(), log);
+      if (config.agentIps === 'loopback') {
+        this.agentIps = new LoopbackAgentIps(config.dataDir, log.child({ component: 'agent-ips' }));
+        await this.agentIps.load();
+      }
+      const agentIps = this.agentIps;
+      const cmon = this.cmonAgent();
       const fleet = new Fleet({
         dataDir: config.dataDir,
         log: log.child({ component: 'fleet' }),
@@ -160,8 +180,13 @@ export class Daemon {
         plugins: this.plugins,
         loadConcurrency: this.opts.loadConcurrency ?? 32,
         countError: (kind) => this.countError(kind),
-        onChange: () => this.daemonJson?.markDirty(),
+        onChange: () => {
+          this.daemonJson?.markDirty();
+          // cmon-agent opens a CN's address in the background ('agent-ips'): record it once bound.
+          void cmon?.settled().then(() => this.daemonJson?.markDirty());
+        },
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
+        ...(agentIps ? { agentIpFor: (uuid: string) => agentIps.addressFor(uuid) } : {}),
       });
       this.fleetInstance = fleetRef.fleet = fleet;
       this.factory = new ServerFactory({
@@ -171,6 +196,7 @@ export class Daemon {
         log: log.child({ component: 'create-servers' }),
         concurrency: this.opts.createConcurrency ?? 16,
         countError: (kind) => this.countError(kind),
+        ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
       });
 
       this.rates = new RateWindow(() => ({
@@ -184,6 +210,7 @@ export class Daemon {
       await this.daemonJson.flush();
 
       await fleet.loadAll();
+      await cmon?.settled();
       this.state = 'running';
       await this.daemonJson.flush();
       log.info(
@@ -215,9 +242,65 @@ export class Daemon {
     this.scheduler.stop();
     this.http.close();
     await step('daemon.json', () => this.daemonJson?.remove());
+    await step('embedded headnode', () => this.headnodeInstance?.stop());
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
     this.state = 'stopped';
     this.log.info('mockcloud daemon stopped');
+  }
+
+  /** The embedded dev headnode, when this daemon runs one. */
+  get headnode(): Headnode | undefined {
+    return this.headnodeInstance;
+  }
+
+  /** Starts the dev headnode when asked to and no Triton address is configured. */
+  private async startEmbeddedHeadnode(): Promise<void> {
+    const want = this.opts.embeddedHeadnode;
+    const { config } = this;
+    if (!want) return;
+    const configured = Object.keys(config.urls).filter((k) => config.urls[k as keyof typeof config.urls]);
+    if (configured.length > 0) {
+      this.log.info({ urls: config.urls }, 'Triton addresses configured: no embedded headnode');
+      return;
+    }
+    const headnode = new Headnode({
+      dataDir: config.dataDir,
+      log: this.log,
+      host: want.host ?? '127.0.0.1',
+      ...(want.ports ? { ports: want.ports } : {}),
+      datacenter: config.datacenterName,
+      adminUuid: config.adminUuid,
+    });
+    const urls = await headnode.start();
+    this.headnodeInstance = headnode;
+    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+      config.urls[svc] = urls[svc];
+      config.sources[`${svc}Url`] = 'headnode';
+    }
+  }
+
+  /**
+   * Create CNs until the fleet has at least `count` (the daemon's --servers): the same code
+   * as create-servers, in batches so the log shows progress. Never deletes.
+   */
+  async growTo(count: number, onProgress?: (done: number, wanted: number) => void): Promise<CreateResult> {
+    if (this.state !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
+    const all: CreateResult = { created: [], errors: [] };
+    const missing = count - this.fleet.size;
+    if (missing <= 0) return all;
+    this.log.info({ servers: this.fleet.size, wanted: count }, `creating ${missing} server(s)`);
+    const batch = 32;
+    for (let done = 0; done < missing && this.state === 'running'; ) {
+      const n = Math.min(batch, missing - done);
+      const res = await this.factory!.create({ count: n });
+      all.created.push(...res.created);
+      all.errors.push(...res.errors);
+      done += n;
+      this.log.info({ created: all.created.length, failed: all.errors.length, wanted: missing }, `created ${all.created.length}/${missing} servers`);
+      onProgress?.(all.created.length, missing);
+      if (res.created.length === 0) break; // nothing works (NAPI down, ...): say so, do not spin
+    }
+    return all;
   }
 
   /** A second daemon on the same data dir would fight over every file: refuse. */
@@ -236,6 +319,16 @@ export class Daemon {
     this.ownsDataDir = true;
   }
 
+  /** Where cmon-agent listens; undefined when this daemon runs without it. */
+  get cmonAddresses(): { ip: string; port: number }[] | undefined {
+    return this.cmonAgent()?.addresses();
+  }
+
+  /** The cmon-agent plug-in, when this daemon runs it. */
+  private cmonAgent(): CmonAgentPlugin | undefined {
+    return this.plugins.find((p): p is CmonAgentPlugin => p instanceof CmonAgentPlugin);
+  }
+
   private sampleRates(): void {
     this.rates?.sample();
     this.rateJob = this.scheduler.schedule(RATE_SAMPLE_MS, () => this.sampleRates());
@@ -246,7 +339,7 @@ export class Daemon {
     for (const cn of this.fleetInstance?.list() ?? []) {
       if (cn.agentAddress) servers[cn.uuid] = { ip: cn.agentAddress.ip, port: cn.agentAddress.port };
     }
-    return {
+    const json: DaemonJson = {
       pid: process.pid,
       startedAt: (this.startedAt ?? new Date()).toISOString(),
       state: this.state === 'running' ? 'running' : 'starting',
@@ -254,8 +347,15 @@ export class Daemon {
       control: this.controlAddress,
       urls: { ...this.config.urls },
       bindIp: this.config.bindIp,
+      agentIps: this.config.agentIps ?? 'shared',
       servers,
     };
+    const cmon = this.cmonAgent();
+    if (cmon) {
+      const addresses = cmon.addresses();
+      json.cmonAgent = { port: addresses[0]?.port ?? cmon.options.port, addresses };
+    }
+    return json;
   }
 
   // ---- control API answers
@@ -275,7 +375,36 @@ export class Daemon {
       createServers: (body) => this.createServers(body),
       deleteServer: (uuid) => this.factory!.remove(uuid),
       rescanServer: (uuid) => this.rescan(uuid),
+      rescanAll: async () => {
+        const results: unknown[] = [];
+        const errors: { uuid: string; message: string }[] = [];
+        for (const cn of this.fleet.list()) {
+          await this.rescan(cn.uuid).then(
+            (r) => results.push(r),
+            (err: unknown) => errors.push({ uuid: cn.uuid, message: toMockcloudError(err).message }),
+          );
+        }
+        return { servers: results, errors };
+      },
+      listFaults: () => this.faults().list(),
+      setFault: (body) => this.faults().set(body),
+      clearFaults: (server) => {
+        const f = this.faults();
+        const before = f.list().length;
+        f.clear(server);
+        return { removed: before - f.list().length };
+      },
+      removeFault: (id) => {
+        if (!this.faults().remove(id)) throw new MockcloudError('ResourceNotFound', `fault rule ${id} not found`);
+        return { removed: 1 };
+      },
     };
+  }
+
+  private faults(): NonNullable<CnAgentHost['faults']> {
+    const f = this.cnAgent?.faults;
+    if (!f) throw new MockcloudError('ServiceUnavailable', 'this daemon\'s cn-agent has no fault injection');
+    return f;
   }
 
   private async createServers(body: unknown): Promise<ControlResponse> {
@@ -348,5 +477,7 @@ function summary(cn: MockCnImpl): Record<string, unknown> {
     registered: cn.registered,
     draining: cn.draining,
     vms: cn.vms.size,
+    /** sysinfo "Zpool Creation" (epoch seconds at creation): what "newest" means for ensure/delete --count. */
+    createdAt: typeof cn.sysinfo['Zpool Creation'] === 'number' ? cn.sysinfo['Zpool Creation'] : null,
   };
 }

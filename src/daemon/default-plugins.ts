@@ -1,7 +1,32 @@
 /**
- * The agent plug-ins every daemon runs besides cn-agent (vm-agent, net-agent, cmon-agent from
- * src/agents/*), registered here as they are written.
+ * The agent plug-ins every daemon runs besides cn-agent: vm-agent (VM state to VMAPI),
+ * net-agent (NIC state to NAPI) and cmon-agent (metrics for CMON), built from the daemon's
+ * configuration. `tuning` exists for tests (short intervals); a daemon uses the agents'
+ * defaults.
  */
+import { createCmonAgentPlugin, type CmonAgentOptions } from '../agents/cmon-agent/index.js';
+import { createNetAgentPlugin, type NetAgentOptions } from '../agents/net-agent/index.js';
+import { createVmAgentPlugin, type VmAgentOptions } from '../agents/vm-agent/index.js';
 import type { CnAgentPluginFactory } from './agent-plugin.js';
+import { DEFAULT_CMON_PORT, type DaemonConfig } from './config.js';
 
-export const DEFAULT_PLUGINS: readonly CnAgentPluginFactory[] = [];
+export interface PluginTuning {
+  vmAgent?: Partial<VmAgentOptions>;
+  netAgent?: Partial<NetAgentOptions>;
+  cmonAgent?: Partial<CmonAgentOptions>;
+}
+
+export function defaultPlugins(config: DaemonConfig, tuning: PluginTuning = {}): CnAgentPluginFactory[] {
+  return [
+    createVmAgentPlugin({ ...tuning.vmAgent }),
+    createNetAgentPlugin({ adminUuid: config.adminUuid, ...tuning.netAgent }),
+    createCmonAgentPlugin({
+      port: config.cmonPort ?? DEFAULT_CMON_PORT,
+      adminUuid: config.adminUuid,
+      // Per-CN addresses: one socket per CN address, all on loopback (a wildcard bind would
+      // also expose the metrics on every interface of the host). Shared: the bind IP.
+      bind: config.agentIps === 'loopback' ? 'agent-ips' : [config.bindIp],
+      ...tuning.cmonAgent,
+    }),
+  ];
+}

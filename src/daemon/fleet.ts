@@ -28,6 +28,11 @@ export interface FleetOptions {
   onChange: () => void;
   /** Cleans up an interrupted creation (`.creating-<uuid>`); see ServerFactory. */
   recoverCreation?: (uuid: string) => Promise<void>;
+  /**
+   * The IP this CN's cn-agent socket binds (its `CN Agent IP`): per-CN loopback addresses
+   * (agent-ips.ts). Absent, or resolving undefined: the cn-agent server's bind IP.
+   */
+  agentIpFor?: (uuid: string) => Promise<string | undefined>;
 }
 
 export interface LoadReport {
@@ -111,7 +116,8 @@ export class Fleet implements FleetView {
     this.busy.add(cn.uuid);
     try {
       try {
-        cn.agentAddress = await this.opts.cnAgent.attach(cn);
+        const ip = await this.opts.agentIpFor?.(cn.uuid);
+        cn.agentAddress = await this.opts.cnAgent.attach(cn, ip ? { ip } : {});
       } catch (err) {
         await this.closeVms(cn.uuid);
         throw err;

@@ -6,12 +6,16 @@
  *   admin NIC from NAPI `POST /networks/admin/nics` (belongs_to_type 'other', owned by the
  *   admin user), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably with
  *   sysinfo and agents, then the CN starts at once. Bounded parallelism.
- * remove: the CN stops, its dir goes, CNAPI forgets it and NAPI releases its NICs (best effort:
- *   warnings are reported, not fatal).
+ * remove: the CN stops, its dir goes, VMAPI marks its VMs destroyed, NAPI releases its NICs and
+ *   its VMs' NICs, CNAPI forgets it (best effort: warnings are reported, not fatal).
  *
  * Without a NAPI URL (standalone) the admin IP is the bind IP and nothing is allocated.
  */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import type { JsonHttpClient } from '../common/http-client.js';
+import type { Sysinfo } from '../common/sysinfo.js';
+import { creatingDir, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { newUuid } from '../common/uuid.js';
@@ -47,6 +51,8 @@ export interface CreateResult {
 
 export interface RemoveResult {
   uuid: string;
+  /** The VMs that went with it (destroyed in VMAPI, NICs released in NAPI); absent when none. */
+  vms?: string[];
   warnings: string[];
 }
 
@@ -57,6 +63,8 @@ export interface ServerFactoryOptions {
   log: Logger;
   concurrency?: number;
   countError: (kind: string) => void;
+  /** After a CN's dir is gone (e.g. forget its loopback agent IP). */
+  onRemoved?: (uuid: string) => Promise<void> | void;
 }
 
 const MAC_ATTEMPTS = 5;
@@ -65,11 +73,13 @@ export class ServerFactory {
   private readonly o: ServerFactoryOptions;
   private readonly napi: string | undefined;
   private readonly cnapi: string | undefined;
+  private readonly vmapi: string | undefined;
 
   constructor(opts: ServerFactoryOptions) {
     this.o = opts;
     this.napi = opts.config.urls.napi;
     this.cnapi = opts.config.urls.cnapi;
+    this.vmapi = opts.config.urls.vmapi;
   }
 
   /** Validate a create request from the control API (external input). */
@@ -161,37 +171,102 @@ export class ServerFactory {
   /** Finish or undo an interrupted creation found at start (`.creating-<uuid>`). */
   async recoverCreation(uuid: string): Promise<void> {
     const marker = await readCreateMarker(this.o.config.dataDir, uuid);
-    for (const mac of marker?.napiMacs ?? []) await this.releaseNic(mac);
+    const macs = new Set(marker?.napiMacs ?? []);
+    // finishServerCreation drops the marker before it writes sysinfo.json and renames the dir:
+    // a crash in between leaves no marker, but the staged sysinfo still names the admin NIC.
+    const staged = await this.stagedAdminMac(uuid);
+    if (staged && this.napi) macs.add(staged);
+    for (const mac of macs) await this.releaseNic(mac);
     await abortServerCreation(this.o.config.dataDir, uuid);
-    this.o.log.info({ server: uuid, macs: marker?.napiMacs ?? [] }, 'cleaned up an interrupted server creation');
+    this.o.log.info({ server: uuid, macs: [...macs] }, 'cleaned up an interrupted server creation');
   }
 
-  /** Stop a CN, delete its dir, and tell CNAPI and NAPI (best effort). */
+  /** The admin MAC in an interrupted creation's staged sysinfo.json, if it got that far. */
+  private async stagedAdminMac(uuid: string): Promise<string | undefined> {
+    try {
+      const text = await fsp.readFile(path.join(creatingDir(this.o.config.dataDir, uuid), SYSINFO_FILE), 'utf8');
+      const mac = adminNicOf(JSON.parse(text) as Sysinfo).mac;
+      return typeof mac === 'string' && mac ? mac : undefined;
+    } catch {
+      return undefined; // absent or cut short: nothing was staged beyond the marker
+    }
+  }
+
+  /**
+   * Remove a CN everywhere: stop it, then (best effort: warnings are reported, not fatal) mark
+   * its VMs destroyed in VMAPI, release its VMs' NICs and its own NICs in NAPI (the admin NIC,
+   * claimed by net-agent or still `belongs_to_type: other`), delete its CNAPI record, and
+   * finally delete its dir.
+   */
   async remove(uuid: string): Promise<RemoveResult> {
     const { fleet, config } = this.o;
+    const known = fleet.get(uuid);
+    if (!known) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    // The VM store closes with the CN: note its VMs first.
+    const vmUuids = new Set<string>(known.vms.list({ include_dni: true }).map((vm) => String(vm.uuid)));
     const cn = await fleet.remove(uuid);
     if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    await removeServerDir(config.dataDir, uuid);
     const warnings: string[] = [];
+    const warn = (what: string) => (e: Error): void => {
+      warnings.push(`${what}: ${e.message}`);
+    };
+    if (this.vmapi) await this.destroyVmsInVmapi(uuid, vmUuids).catch(warn('VMAPI'));
+    if (this.napi) {
+      const macs = new Set<string>();
+      const admin = adminNicOf(cn.sysinfo).mac;
+      if (admin) macs.add(admin);
+      for (const owner of [uuid, ...vmUuids]) {
+        const owned = await this.o.http
+          .request<{ mac?: string }[]>({ method: 'GET', url: `${this.napi}/nics?belongs_to_uuid=${owner}` })
+          .catch((e: Error) => e);
+        if (owned instanceof Error) warnings.push(`NAPI: ${owned.message}`);
+        else if (owned.statusCode >= 300) warnings.push(`NAPI GET /nics?belongs_to_uuid=${owner}: ${owned.statusCode}`);
+        else if (Array.isArray(owned.body)) for (const nic of owned.body) if (typeof nic.mac === 'string') macs.add(nic.mac);
+      }
+      for (const mac of macs) await this.releaseNic(mac).catch(warn('NAPI'));
+    }
     if (this.cnapi) {
       const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` }).catch((e: Error) => e);
       if (res instanceof Error) warnings.push(`CNAPI: ${res.message}`);
       else if (res.statusCode >= 300 && res.statusCode !== 404) warnings.push(`CNAPI DELETE /servers/${uuid}: ${res.statusCode}`);
     }
-    if (this.napi) {
-      const macs = new Set<string>();
-      const admin = adminNicOf(cn.sysinfo).mac;
-      if (admin) macs.add(admin);
-      const owned = await this.o.http
-        .request<{ mac?: string }[]>({ method: 'GET', url: `${this.napi}/nics?belongs_to_uuid=${uuid}` })
-        .catch((e: Error) => e);
-      if (owned instanceof Error) warnings.push(`NAPI: ${owned.message}`);
-      else if (Array.isArray(owned.body)) for (const nic of owned.body) if (typeof nic.mac === 'string') macs.add(nic.mac);
-      for (const mac of macs) await this.releaseNic(mac).catch((e: Error) => warnings.push(e.message));
-    }
+    // The dir goes last: a removal cut short leaves a whole CN that the next start loads and a
+    // second delete finishes, never Triton records of a CN that no longer exists.
+    await removeServerDir(config.dataDir, uuid);
+    await Promise.resolve(this.o.onRemoved?.(uuid)).catch((e: Error) => warnings.push(`agent IP: ${e.message}`));
     for (const w of warnings) this.o.log.warn({ server: uuid }, `removing server: ${w}`);
-    this.o.log.info({ server: uuid }, 'removed server');
-    return { uuid, warnings };
+    this.o.log.info({ server: uuid, vms: vmUuids.size }, 'removed server');
+    return { uuid, ...(vmUuids.size > 0 ? { vms: [...vmUuids].sort() } : {}), warnings };
+  }
+
+  /**
+   * The CN is gone, so are its VMs: tell VMAPI the way vm-agent tells it a VM went away
+   * (`PUT /vms/:uuid` with state destroyed), for every VM VMAPI places on it and every VM that
+   * was on its disk. Adds VMAPI's VM uuids to `vmUuids` (their NICs go too).
+   */
+  private async destroyVmsInVmapi(serverUuid: string, vmUuids: Set<string>): Promise<void> {
+    const byUuid = new Map<string, Record<string, unknown>>();
+    const pageSize = 1000;
+    for (let offset = 0; ; offset += pageSize) {
+      const res = await this.o.http.request<Record<string, unknown>[]>({
+        method: 'GET',
+        url: `${this.vmapi}/vms?server_uuid=${serverUuid}&state=active&limit=${pageSize}&offset=${offset}`,
+      });
+      if (res.statusCode >= 300 || !Array.isArray(res.body)) throw new Error(`GET /vms?server_uuid=${serverUuid}: ${res.statusCode}`);
+      for (const vm of res.body) if (typeof vm.uuid === 'string') byUuid.set(vm.uuid, vm);
+      if (res.body.length < pageSize) break;
+    }
+    for (const u of byUuid.keys()) vmUuids.add(u);
+    const now = new Date().toISOString();
+    for (const vmUuid of vmUuids) {
+      const vm = byUuid.get(vmUuid) ?? { uuid: vmUuid, server_uuid: serverUuid };
+      const res = await this.o.http.request({
+        method: 'PUT',
+        url: `${this.vmapi}/vms/${vmUuid}`,
+        body: { ...vm, state: 'destroyed', zone_state: 'destroyed', destroyed: now, last_modified: now },
+      });
+      if (res.statusCode >= 300 && res.statusCode !== 404) throw new Error(`PUT /vms/${vmUuid}: ${res.statusCode}`);
+    }
   }
 
   /** A random mock MAC that NAPI does not know yet (the original gave up on a clash). */
@@ -228,9 +303,9 @@ export class ServerFactory {
 
   private async releaseNic(mac: string): Promise<void> {
     if (!this.napi) return;
-    const path = `/nics/${mac.replace(/:/g, '')}`;
-    const res = await this.napiCall('DELETE', path);
-    if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${path}`, res);
+    const nicPath = `/nics/${mac.replace(/:/g, '')}`;
+    const res = await this.napiCall('DELETE', nicPath);
+    if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${nicPath}`, res);
   }
 
   private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) {

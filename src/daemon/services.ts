@@ -14,6 +14,13 @@ export interface CnAgentHost {
   attach(cn: MockCn, opts?: { ip?: string; port?: number }): Promise<AgentAddress>;
   detach(uuid: string): Promise<void> | void;
   readonly tasksInFlight?: number;
+  /** The cn-agent task fault seam (CnAgentServer.faults); absent in stand-ins. */
+  readonly faults?: {
+    set(spec: unknown): unknown;
+    remove(id: string): boolean;
+    clear(server?: string): void;
+    list(): unknown[];
+  };
   /** Counters for `mockcloud status` (tasks by outcome, ...). */
   stats?(): Record<string, unknown>;
 }

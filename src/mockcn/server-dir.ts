@@ -60,8 +60,8 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): P
   const uuid = sysinfo.UUID;
   const staging = creatingDir(dataDir, uuid);
   const final = serverPaths(dataDir, uuid).dir;
-  await fsp.rm(path.join(staging, CREATE_MARKER_FILE), { force: true });
-
+  // The marker stays until the server is published: a crash anywhere before the rename must
+  // still name the NAPI NICs to release. After the rename it is only a stale file.
   const files = [{ relPath: SYSINFO_FILE, content: serializeNewSysinfo(sysinfo) }, ...builtinAgentFiles()];
   const dirs = new Set<string>([staging, path.join(staging, 'agents')]);
   for (const f of files) dirs.add(path.dirname(path.join(staging, f.relPath)));
@@ -84,6 +84,7 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): P
     throw err;
   }
   await fsyncDir(serversDir(dataDir));
+  await fsp.rm(path.join(final, CREATE_MARKER_FILE), { force: true });
 }
 
 /** Give up a creation: remove its staging dir (NAPI cleanup is the caller's). */

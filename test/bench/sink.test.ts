@@ -122,6 +122,9 @@ describe('RecordingSink over HTTP', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ code: 'ResourceNotFound' });
     expect((await stats()).unknownRoutes).toContain('cnapi POST /nothing/here');
+    const badSegment = await fetch(`${urls.napi}/nics/%E0%A4%A`);
+    expect(badSegment.status).toBe(400);
+    expect(await badSegment.json()).toMatchObject({ code: 'BadRequest' });
   });
 
   it('forgets CN records but keeps NICs on a cnapi-scoped reset', async () => {

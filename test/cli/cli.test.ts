@@ -19,7 +19,7 @@ const netconfig = require('triton-netconfig') as { agentIpFromSysinfo(s: unknown
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'dist/src/cli/main.js');
-const ENV = { ...process.env, MOCKCLOUD_NO_MDATA: '1', MOCKCLOUD_DATA_DIR: '', MOCKCLOUD_CNAPI_URL: '', MOCKCLOUD_LOG_LEVEL: 'warn' };
+const ENV = { ...process.env, MOCKCLOUD_NO_MDATA: '1', MOCKCLOUD_DATA_DIR: '', MOCKCLOUD_CNAPI_URL: '', MOCKCLOUD_LOG_LEVEL: 'warn', MOCKCLOUD_CMON_PORT: '0' };
 
 interface Run {
   code: number | null;

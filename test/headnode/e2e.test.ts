@@ -86,6 +86,7 @@ describe('dev headnode + daemon end to end', () => {
         imgapiUrl: urls.imgapi,
         bindIp: '127.0.0.1',
         datacenterName: 'coal',
+        cmonPort: 0,
       },
       env: {},
       mdata: noMdata,

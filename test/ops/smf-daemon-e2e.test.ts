@@ -76,6 +76,7 @@ describe('SMF start method with the real daemon', () => {
         MOCKCLOUD_INSTALL_DIR: REPO_ROOT,
         MOCKCLOUD_NO_MDATA: '1',
         MOCKCLOUD_LOG_LEVEL: 'warn',
+        MOCKCLOUD_CMON_PORT: '0',
         MOCKCLOUD_START_WAIT_SECONDS: '30',
         // The file's API URLs name a DC that does not exist here; keep every lookup and
         // connection on loopback (a closed port) so the test touches no network.

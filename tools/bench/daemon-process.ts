@@ -25,6 +25,8 @@ export interface DaemonStartOptions {
   nodeArgs?: string[];
   /** Bound on the wait for daemon.json to say 'running'. */
   readyTimeoutMs: number;
+  /** Called right after the spawn, before the wait for 'running' (e.g. to attach a profiler). */
+  onSpawn?: (daemon: DaemonProcess) => void;
 }
 
 const POLL_MS = 100;
@@ -81,6 +83,7 @@ export class DaemonProcess {
       '--napi-url', opts.urls.napi,
       '--bind-ip', opts.bindIp,
       '--control-port', '0',
+      '--cmon-port', '0',
       '--log-file', logFile,
       '--log-level', opts.logLevel,
     ];
@@ -90,6 +93,7 @@ export class DaemonProcess {
       env: { ...process.env, MOCKCLOUD_NO_MDATA: '1' },
     });
     const daemon = new DaemonProcess(child, opts.dataDir, logFile, spawnedAt);
+    opts.onSpawn?.(daemon);
     try {
       const info = await daemon.waitRunning(opts.readyTimeoutMs);
       return { daemon, info };

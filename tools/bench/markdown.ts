@@ -61,22 +61,33 @@ export function renderMarkdown(inp: MarkdownInputs): string {
 
   out.push('## RSS and CPU against N', '', `![Daemon RSS and idle CPU against the number of mock CNs](${inp.chartRef})`, '');
 
-  const profiled = steps.filter((s) => s.profile);
-  for (const s of profiled) {
-    const p = s.profile!;
-    out.push(`## Where the idle CPU goes (N = ${fmtN(s.n)})`, '');
+  const PHASES: Record<string, string> = {
+    'create-servers': '`create-servers` (the daemon creating the CNs)',
+    start: 'start (from spawn until every CN heartbeated)',
+    idle: 'the idle daemon (after the idle window and the latency tasks, every CN still heartbeating)',
+  };
+  for (const s of steps.filter((x) => x.profiles && x.profiles.length > 0)) {
+    out.push(`## Where the CPU goes (N = ${fmtN(s.n)})`, '');
     out.push(
-      `CPU profile of the idle daemon over ${fmt(p.totalMs / 1000, 1)} s (V8 inspector, 1 ms sampling), taken after the ` +
-        `idle window and the latency tasks, with every CN still heartbeating: the main thread was busy ${fmt(p.busyPercent, 1)} % of it. Shares below are of that busy time. ` +
-        `The profile is \`${path.basename(p.file)}\` beside the JSON (open it in Chrome DevTools).`,
+      'CPU profiles through the V8 inspector (1 ms sampling); shares are of the time the main thread was busy. ' +
+        'The `.cpuprofile` files sit beside the JSON (open them in Chrome DevTools). With `--profile` this step ran with the ' +
+        'inspector attached, so its create-servers and start figures include the profiler\'s small overhead.',
       '',
     );
-    out.push('| self % | file |', '|---:|---|');
-    for (const f of p.files.slice(0, 10)) out.push(`| ${fmt(f.selfPercent, 1)} | \`${f.file}\` |`);
-    out.push('');
-    out.push('| self % | function | where |', '|---:|---|---|');
-    for (const t of p.top) out.push(`| ${fmt(t.selfPercent, 1)} | \`${t.fn}\` | ${t.where ? `\`${t.where}\`` : ''} |`);
-    out.push('');
+    for (const p of s.profiles!) {
+      out.push(
+        `### ${PHASES[p.phase] ?? p.phase}`,
+        '',
+        `${fmt(p.totalMs / 1000, 1)} s profiled, main thread busy ${fmt(p.busyPercent, 1)} % of it (\`${path.basename(p.file)}\`).`,
+        '',
+      );
+      out.push('| self % | file |', '|---:|---|');
+      for (const f of p.files.slice(0, 8)) out.push(`| ${fmt(f.selfPercent, 1)} | \`${f.file}\` |`);
+      out.push('');
+      out.push('| self % | function | where |', '|---:|---|---|');
+      for (const t of p.top.slice(0, 12)) out.push(`| ${fmt(t.selfPercent, 1)} | \`${t.fn}\` | ${t.where ? `\`${t.where}\`` : ''} |`);
+      out.push('');
+    }
   }
 
   for (const s of steps.filter((x) => x.heap)) {
@@ -114,6 +125,12 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   if (inp.analysis && inp.analysis.trim()) out.push(inp.analysis.trim(), '');
 
   out.push('## How it is measured', '');
+  out.push(
+    'Run it with `npm run bench` (N = 100, 1,000, 5,000, 10,000; about half an hour), `npm run bench -- --steps 100,1000`, ' +
+      '`--quick` (the CI size), `--profile` (CPU profile and heap snapshot of the idle daemon at the largest N), or ' +
+      '`--from <results.json>` to re-render this page without running. `npm run bench -- --help` lists the rest.',
+    '',
+  );
   out.push(
     '- The daemon runs as its own process (`node dist/src/cli/main.js daemon`), on loopback, with a fresh temp data dir per N, ' +
       'pointed at a recording sink in another process: plain `node:http` stand-ins for CNAPI, VMAPI and NAPI that answer as ' +

@@ -31,6 +31,8 @@ export class InspectorSession {
   private readonly handlers = new Map<string, (params: unknown) => void>();
 
   private constructor(private readonly ws: WebSocket) {
+    // The daemon may go away under an open session (it is being stopped): pending calls time out.
+    ws.on('error', () => undefined);
     ws.on('message', (data) => {
       const msg = JSON.parse(String(data)) as { id?: number; method?: string; params?: unknown; result?: unknown; error?: { message: string } };
       if (msg.id === undefined) {
@@ -78,16 +80,19 @@ export class InspectorSession {
   }
 }
 
-/** Profile the CPU for `windowMs`, save the profile, summarise it. */
-export async function profileWindow(session: InspectorSession, windowMs: number, saveAs: string): Promise<ProfileSummary> {
+/** Start the CPU profiler (1 ms sampling). */
+export async function startProfile(session: InspectorSession): Promise<void> {
   await session.call('Profiler.enable');
   await session.call('Profiler.setSamplingInterval', { interval: 1000 });
   await session.call('Profiler.start');
-  await new Promise((resolve) => setTimeout(resolve, windowMs));
+}
+
+/** Stop the CPU profiler, save the profile, summarise it. */
+export async function stopProfile(session: InspectorSession, phase: string, saveAs: string): Promise<ProfileSummary> {
   const { profile } = await session.call<{ profile: CpuProfile }>('Profiler.stop');
   await session.call('Profiler.disable');
   await writeFile(saveAs, JSON.stringify(profile));
-  return { file: saveAs, ...summarizeProfile(profile) };
+  return { phase, file: saveAs, ...summarizeProfile(profile) };
 }
 
 /** Take a heap snapshot (after a full GC), save it, and summarise it by constructor. */
@@ -142,7 +147,7 @@ export function summarizeHeapSnapshot(snap: HeapSnapshot, topN = 15): Omit<HeapS
  * Self time per function (name + file:line) and per file, largest first, as shares of the busy
  * time: V8's `(idle)` samples are left out of the shares and reported as the busy fraction.
  */
-export function summarizeProfile(profile: CpuProfile, topN = 15): Omit<ProfileSummary, 'file'> {
+export function summarizeProfile(profile: CpuProfile, topN = 15): Omit<ProfileSummary, 'file' | 'phase'> {
   const hits = new Map<number, number>();
   if (profile.samples && profile.samples.length > 0) {
     for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);

@@ -21,7 +21,7 @@ import { onInterrupt } from './cleanup.js';
 import { DaemonProcess, sleep, type DaemonJsonView } from './daemon-process.js';
 import { CLI_MAIN } from './paths.js';
 import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
-import { heapSnapshot, InspectorSession, profileWindow } from './profile.js';
+import { heapSnapshot, InspectorSession, startProfile, stopProfile } from './profile.js';
 import type { SinkProcess } from './sink/sink-process.js';
 import type { SinkStats } from './sink/sink.js';
 import { round, summarize } from './stats.js';
@@ -66,8 +66,12 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `mockcloud-bench-${n}-`));
   const forgetDir = opts.keep ? () => undefined : onInterrupt(() => rmSync(dataDir, { recursive: true, force: true }));
   let daemon: DaemonProcess | undefined;
+  const profile = new PhaseProfiler(ctx.profileThis, n, ctx.resultsDir, result);
 
-  const startDaemon = async (nodeArgs: string[] = []): Promise<{ daemon: DaemonProcess; info: DaemonJsonView }> => {
+  const startDaemon = async (
+    nodeArgs: string[] = [],
+    onSpawn?: (d: DaemonProcess) => void,
+  ): Promise<{ daemon: DaemonProcess; info: DaemonJsonView }> => {
     const started = await DaemonProcess.start({
       dataDir,
       urls: sink.urls,
@@ -75,6 +79,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       logLevel: opts.daemonLogLevel,
       nodeArgs,
       readyTimeoutMs: limits.daemonReadyMs,
+      ...(onSpawn ? { onSpawn } : {}),
     });
     daemon = started.daemon;
     return started;
@@ -91,20 +96,27 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     if (opts.timings) await writeFile(path.join(dataDir, 'config.json'), `${JSON.stringify({ timings: opts.timings }, null, 2)}\n`);
     await sink.reset('all');
 
-    // 1. baseline: the same daemon with 0 CNs
-    say('baseline: daemon with 0 CNs');
-    let { daemon: d } = await startDaemon();
-    await sleep(Math.min(opts.settleSeconds, 2) * 1000);
-    const baseWindowMs = Math.min(opts.windowSeconds, 5) * 1000;
+    // With --profile the daemons run with the inspector on: the profiles (create-servers, start,
+    // idle) are taken through it, and the baseline is taken with it too, so RSS compares alike.
+    const inspect = ctx.profileThis ? ['--inspect=127.0.0.1:0'] : [];
+
+    // 1. baseline: the same daemon with 0 CNs, measured as the idle fleet is (same waits)
+    say(`baseline: daemon with 0 CNs, settling ${opts.settleSeconds} s, measuring ${opts.windowSeconds} s`);
+    let { daemon: d } = await startDaemon(inspect);
+    await sleep(opts.settleSeconds * 1000);
     const c0 = sampleCpu(d.pid);
-    await sleep(baseWindowMs);
+    await sleep(opts.windowSeconds * 1000);
     result.baseline = { rssBytes: readRssBytes(d.pid), cpuPercent: round(cpuPercent(c0, sampleCpu(d.pid)), 2) };
 
     // 2. create-servers N through the real CLI
     say(`create-servers ${n}`);
+    await profile.attach(d);
+    await profile.start();
     const before = await sink.stats();
     const created = await runCreateServers(dataDir, n, limits.createMs);
     const afterCreate = await sink.stats();
+    await profile.stop('create-servers');
+    profile.detach();
     result.createServers = {
       requested: n,
       created: created.created,
@@ -119,8 +131,13 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     await stopDaemon();
     await sink.reset('cnapi');
     say('restart: waiting for every CN to register and heartbeat');
-    ({ daemon: d } = await startDaemon(ctx.profileThis ? ['--inspect=127.0.0.1:0'] : []));
+    let attaching: Promise<void> = Promise.resolve();
+    ({ daemon: d } = await startDaemon(inspect, (spawned) => {
+      attaching = profile.attach(spawned).then(() => profile.start());
+    }));
     const all = await waitAllHeartbeated(sink, n, limits.allHeartbeatedMs);
+    await attaching;
+    await profile.stop('start');
     result.start = {
       registered: all.cns.registered,
       heartbeating: all.cns.heartbeating,
@@ -211,21 +228,15 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     result.tasks = { nop: taskSummary(nop), machineCreate: taskSummary(mc) };
     for (const r of [nop, mc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2));
 
+    // After the latency figures, so the profiler and the snapshot's GC cannot touch them.
     if (ctx.profileThis) {
-      // After the latency figures, so the inspector and the snapshot's GC cannot touch them.
       say(`profiling the idle daemon for ${opts.windowSeconds} s, then a heap snapshot`);
-      const m = await d.waitForStderr(/Debugger listening on (ws:\/\/\S+)/, 10_000);
-      await mkdir(ctx.resultsDir, { recursive: true });
-      const session = await InspectorSession.connect(m[1]!);
-      try {
-        result.profile = await profileWindow(session, opts.windowSeconds * 1000, path.join(ctx.resultsDir, `idle-${n}.cpuprofile`));
-        result.heap = await heapSnapshot(session, path.join(ctx.resultsDir, `idle-${n}.heapsnapshot`));
-      } catch (err) {
-        result.errors.push(`profiling: ${(err as Error).message}`);
-      } finally {
-        session.close();
-      }
+      await profile.start();
+      await sleep(opts.windowSeconds * 1000);
+      await profile.stop('idle');
+      await profile.heap();
     }
+    profile.detach();
 
     // 6. VMs: vmsPerCn on every CN (round-robin continues where machine_create stopped)
     const target = opts.vmsPerCn * n;
@@ -277,6 +288,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     result.errors.push(err instanceof Error ? err.message : String(err));
     result.ok = false;
   } finally {
+    profile.detach();
     await stopDaemon().catch((err: unknown) => result.errors.push(`stopping the daemon: ${(err as Error).message}`));
     if (!opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
     else say(`kept ${dataDir}`);
@@ -340,4 +352,71 @@ async function runCreateServers(dataDir: string, n: number, timeoutMs: number): 
   const failed = Array.isArray(parsed.errors) ? parsed.errors.length : 0;
   const lastLines = err.trim().split('\n').slice(-3).join(' | ');
   return { created, failed, seconds, message: `exit ${code}${lastLines ? `: ${lastLines}` : ''}` };
+}
+
+/**
+ * The --profile side of a step: one inspector session per daemon, CPU profiles by phase and a
+ * heap snapshot, saved beside the results JSON. Does nothing when profiling is off; a profiling
+ * failure is recorded in the step's errors and never stops the measurements.
+ */
+class PhaseProfiler {
+  private session: InspectorSession | undefined;
+  private running = false;
+
+  constructor(
+    private readonly enabled: boolean,
+    private readonly n: number,
+    private readonly dir: string,
+    private readonly result: StepResult,
+  ) {}
+
+  async attach(d: DaemonProcess): Promise<void> {
+    if (!this.enabled) return;
+    await this.guard('attaching the profiler', async () => {
+      const m = await d.waitForStderr(/Debugger listening on (ws:\/\/\S+)/, 15_000);
+      await mkdir(this.dir, { recursive: true });
+      this.session = await InspectorSession.connect(m[1]!);
+    });
+  }
+
+  async start(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    await this.guard('starting the profiler', async () => {
+      await startProfile(session);
+      this.running = true;
+    });
+  }
+
+  async stop(phase: string): Promise<void> {
+    const session = this.session;
+    if (!session || !this.running) return;
+    this.running = false;
+    await this.guard(`profiling ${phase}`, async () => {
+      const summary = await stopProfile(session, phase, path.join(this.dir, `${phase}-${this.n}.cpuprofile`));
+      (this.result.profiles ??= []).push(summary);
+    });
+  }
+
+  async heap(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    await this.guard('the heap snapshot', async () => {
+      this.result.heap = await heapSnapshot(session, path.join(this.dir, `idle-${this.n}.heapsnapshot`));
+    });
+  }
+
+  detach(): void {
+    this.session?.close();
+    this.session = undefined;
+    this.running = false;
+  }
+
+  private async guard(what: string, fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      this.result.errors.push(`${what}: ${(err as Error).message}`);
+    }
+  }
 }

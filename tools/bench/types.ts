@@ -38,6 +38,8 @@ export interface HostInfo {
 }
 
 export interface ProfileSummary {
+  /** What the daemon was doing: 'create-servers', 'start', 'idle'. */
+  phase: string;
   file: string;
   /** Functions by self time, as % of the busy (non-idle) samples. */
   top: { fn: string; where: string; selfPercent: number }[];
@@ -111,7 +113,8 @@ export interface StepResult {
     secondsToAllHeartbeatedWithVms: number;
     vmapiVmsStored: number;
   };
-  profile?: ProfileSummary;
+  /** CPU profiles of the largest step (--profile). */
+  profiles?: ProfileSummary[];
   heap?: HeapSummary;
 }
 

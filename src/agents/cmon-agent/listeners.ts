@@ -21,6 +21,8 @@ export class ListenerSet {
   private readonly servers = new Map<string, http.Server>();
   private readonly pending = new Map<string, Promise<void>>();
   private port: number;
+  /** Binds run one after another, so with port 0 the later ones know the port to reuse. */
+  private chain: Promise<void> = Promise.resolve();
 
   constructor(
     port: number,
@@ -49,7 +51,8 @@ export class ListenerSet {
     if (this.servers.has(ip)) return Promise.resolve();
     let p = this.pending.get(ip);
     if (!p) {
-      p = this.bind(ip).finally(() => this.pending.delete(ip));
+      p = this.chain.then(() => this.bind(ip)).finally(() => this.pending.delete(ip));
+      this.chain = p.catch(() => undefined);
       this.pending.set(ip, p);
     }
     return p;

@@ -41,10 +41,6 @@ export class NicTrack {
     readonly mac: string,
     readonly owner: CnNet,
   ) {}
-
-  get kind(): 'server' | 'zone' | undefined {
-    return this.local?.kind;
-  }
 }
 
 /** Per VM: writing NAPI's view into the VM, one write at a time. */

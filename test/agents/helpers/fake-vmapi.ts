@@ -117,7 +117,7 @@ export class FakeVmapi {
     }
     const m = /^\/vms\/([0-9a-f-]{36})$/.exec(url.pathname);
     if (req.method === 'PUT' && m) {
-      const vm = { ...(body as Record<string, unknown>), uuid: m[1]! };
+      const vm: Record<string, unknown> = { ...(body as Record<string, unknown>), uuid: m[1]! };
       if (vm.state === 'destroyed') vm.destroyed = new Date().toISOString();
       this.vms.set(m[1]!, vm);
       send(200, vm);

@@ -56,9 +56,17 @@ export class Router {
       const m = r.pattern.exec(path);
       if (!m) continue;
       pathMatched = true;
-      if (r.method === method) return { handler: r.handler, params: m.slice(1).map((s) => decodeURIComponent(s)) };
+      if (r.method === method) return { handler: r.handler, params: m.slice(1).map(decodeSegment) };
     }
     return pathMatched ? 'bad-method' : 'not-found';
+  }
+}
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new MockcloudError('BadRequest', `bad path segment ${JSON.stringify(s)}`);
   }
 }
 

@@ -114,15 +114,16 @@ export class RecordingSink {
     for (const ws of this.listeners) ws.terminate();
     this.listeners.clear();
     this.wss.close();
-    await Promise.all(
-      [...this.servers.values()].map(
-        (server) =>
-          new Promise<void>((resolve) => {
-            server.close(() => resolve());
-          }),
-      ),
+    // Keep-alive connections from the daemon would hold close() open: drop them all.
+    const closed = [...this.servers.values()].map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
     );
     for (const s of this.sockets) s.destroy();
+    await Promise.all(closed);
     this.servers.clear();
   }
 
@@ -167,8 +168,8 @@ export class RecordingSink {
   private async handle(service: SinkService, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let reply: SinkReply;
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://sink');
     try {
+      const url = new URL(req.url ?? '/', 'http://sink');
       const body = await readJsonBody(req);
       const found = this.routers[service].match(method, url.pathname);
       if (found === 'not-found' || found === 'bad-method') {

@@ -1,0 +1,73 @@
+/**
+ * `mockcloud ensure-servers N`: converge the running daemon on exactly N mock CNs, creating the
+ * missing ones or deleting the newest (everywhere: VMs in VMAPI, NICs in NAPI, the CNAPI record,
+ * the dir). Idempotent; exits non-zero unless the daemon hosts exactly N CNs at the end.
+ * Used by smf/method/mockcloud-setup and tools/nightly-setup-hook.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { createServers, deleteServers, listServers, newest, reportErrors } from './fleet-ops.js';
+import { checkCount, Progress, withDataDir, type DataDirArgs } from './options.js';
+
+interface EnsureArgs extends DataDirArgs {
+  count: number;
+  profile?: string;
+  'hostname-prefix'?: string;
+}
+
+function builder(y: Argv): Argv<EnsureArgs> {
+  const out = y
+    .positional('count', { type: 'number', describe: `how many mock CNs there must be (0-${MAX_CREATE_COUNT})`, demandOption: true })
+    .option('profile', { type: 'string', describe: 'hardware profile of the CNs created, if any' })
+    .option('hostname-prefix', { type: 'string', describe: 'hostname prefix of the CNs created, if any (default VC)' })
+    .epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
+      'Running it again changes nothing. Exit 0 only when the daemon hosts exactly N CNs.');
+  return withDataDir(out) as Argv<EnsureArgs>;
+}
+
+async function handler(argv: EnsureArgs): Promise<void> {
+  const bad = checkCount('N', argv.count, 0, MAX_CREATE_COUNT);
+  if (bad) throw new CliError(bad);
+  const want = argv.count;
+  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
+  const envCnapi = process.env.MOCKCLOUD_CNAPI_URL?.replace(/\/+$/, '');
+  if (envCnapi && daemon.info.urls.cnapi !== envCnapi) {
+    process.stderr.write(`mockcloud: warning: MOCKCLOUD_CNAPI_URL is ${envCnapi}, but the daemon reports to ${daemon.info.urls.cnapi ?? 'no CNAPI'}\n`);
+  }
+  const before = await listServers(daemon);
+  const progress = new Progress();
+  if (before.length < want) {
+    process.stderr.write(`${before.length} mock CNs, want ${want}: creating ${want - before.length}\n`);
+    const result = await createServers(
+      daemon,
+      want - before.length,
+      {
+        ...(argv.profile !== undefined ? { profile: argv.profile } : {}),
+        ...(argv['hostname-prefix'] !== undefined ? { hostnamePrefix: argv['hostname-prefix'] } : {}),
+      },
+      progress,
+    );
+    reportErrors('create', result.errors);
+  } else if (before.length > want) {
+    const doomed = newest(before, before.length - want).map((s) => s.uuid);
+    process.stderr.write(`${before.length} mock CNs, want ${want}: deleting the ${doomed.length} newest\n`);
+    const result = await deleteServers(daemon, doomed, progress);
+    for (const d of result.deleted) for (const w of d.warnings) process.stderr.write(`mockcloud: ${d.uuid}: ${w}\n`);
+    reportErrors('delete', result.errors);
+  }
+  const after = await listServers(daemon);
+  if (after.length !== want) {
+    process.exitCode = 1;
+    throw new CliError(`the daemon hosts ${after.length} mock CNs, not ${want}`);
+  }
+  process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
+}
+
+export const ensureServersCommand: CommandModule<object, EnsureArgs> = {
+  command: 'ensure-servers <count>',
+  describe: 'Converge on exactly N mock CNs: create the missing ones or delete the newest',
+  builder,
+  handler,
+};

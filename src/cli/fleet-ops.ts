@@ -1,0 +1,100 @@
+/**
+ * What create-servers, ensure-servers and delete-servers do through the daemon's control API,
+ * shared so each command is only its arguments and its output.
+ */
+import type { CreatedServer, CreateResult, RemoveResult } from '../daemon/server-factory.js';
+import { mapLimit } from '../daemon/concurrency.js';
+import { CliError, type DaemonClient } from './daemon-client.js';
+import type { Progress } from './options.js';
+
+/** One CN as the control API's GET /servers lists it. */
+export interface ServerSummary {
+  uuid: string;
+  hostname: string;
+  adminIp: string | null;
+  agentAddress: { ip: string; port: number } | null;
+  registered: boolean;
+  vms: number;
+  createdAt: number | null;
+}
+
+export async function listServers(daemon: DaemonClient): Promise<ServerSummary[]> {
+  const list = await daemon.call<ServerSummary[]>('GET', '/servers');
+  if (!Array.isArray(list)) throw new CliError('the daemon answered GET /servers with something that is not a list');
+  return list;
+}
+
+export interface CreateOptions {
+  profile?: string;
+  hostnamePrefix?: string;
+}
+
+/**
+ * Create `count` CNs in batches (the daemon creates each batch with bounded parallelism), with
+ * progress. A 4xx (bad profile, ...) stops at once: every batch would fail alike. An interrupted
+ * run leaves only whole CNs: the daemon creates each one atomically and cleans up at its next
+ * start what a crash interrupted.
+ */
+export async function createServers(daemon: DaemonClient, count: number, opts: CreateOptions, progress: Progress): Promise<CreateResult> {
+  const batch = Math.min(500, Math.max(32, Math.ceil(count / 20)));
+  const all: CreateResult = { created: [], errors: [] };
+  for (let done = 0; done < count; ) {
+    const n = Math.min(batch, count - done);
+    const body: Record<string, unknown> = { count: n };
+    if (opts.profile !== undefined) body.profile = opts.profile;
+    if (opts.hostnamePrefix !== undefined) body.hostnamePrefix = opts.hostnamePrefix;
+    const res = await daemon.request<CreateResult & { code?: string; message?: string }>('POST', '/servers', body);
+    if (res.status >= 400 && res.status < 500) {
+      throw new CliError(res.body?.message ?? `the daemon refused: HTTP ${res.status}`);
+    }
+    if (Array.isArray(res.body?.created)) all.created.push(...res.body.created);
+    if (Array.isArray(res.body?.errors)) all.errors.push(...res.body.errors);
+    else if (res.status >= 300) all.errors.push({ code: res.body?.code ?? String(res.status), message: res.body?.message ?? `HTTP ${res.status}` });
+    done += n;
+    progress.update(`created ${all.created.length}/${count} servers${all.errors.length ? `, ${all.errors.length} failed` : ''}`);
+    if (all.created.length === 0 && all.errors.length >= n) break; // nothing works; stop early
+  }
+  progress.done();
+  return all;
+}
+
+export interface DeleteOutcome {
+  deleted: RemoveResult[];
+  errors: { uuid: string; message: string }[];
+}
+
+/** Delete CNs (a few in parallel: each is several Triton calls), with progress. */
+export async function deleteServers(daemon: DaemonClient, uuids: string[], progress: Progress): Promise<DeleteOutcome> {
+  const out: DeleteOutcome = { deleted: [], errors: [] };
+  await mapLimit(uuids, 8, async (uuid) => {
+    const res = await daemon.request<RemoveResult & { code?: string; message?: string }>('DELETE', `/servers/${uuid}`);
+    if (res.status >= 200 && res.status < 300 && res.body) out.deleted.push({ ...res.body, warnings: res.body.warnings ?? [], vms: res.body.vms ?? [] });
+    else out.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
+    progress.update(`deleted ${out.deleted.length}/${uuids.length} servers${out.errors.length ? `, ${out.errors.length} failed` : ''}`);
+  });
+  progress.done();
+  return out;
+}
+
+/** The `n` newest CNs (latest "Zpool Creation" first; uuid order breaks ties, so runs agree). */
+export function newest(list: ServerSummary[], n: number): ServerSummary[] {
+  return [...list]
+    .sort((a, b) => (b.createdAt ?? 0) - (a.createdAt ?? 0) || (a.uuid < b.uuid ? 1 : a.uuid > b.uuid ? -1 : 0))
+    .slice(0, Math.max(0, n));
+}
+
+export function printCreated(created: CreatedServer[]): void {
+  for (const s of created) {
+    const addr = s.agentAddress ? `${s.agentAddress.ip}:${s.agentAddress.port}` : '-';
+    process.stdout.write(`${s.uuid}  ${s.hostname}  admin ${s.adminIp || '-'}  cn-agent ${addr}\n`);
+  }
+}
+
+/** Failures grouped by message on stderr; sets a non-zero exit code when there are any. */
+export function reportErrors(verb: string, errors: { message: string }[]): void {
+  if (errors.length === 0) return;
+  const kinds = new Map<string, number>();
+  for (const e of errors) kinds.set(e.message, (kinds.get(e.message) ?? 0) + 1);
+  for (const [message, n] of kinds) process.stderr.write(`mockcloud: ${n} server(s) failed to ${verb}: ${message}\n`);
+  process.exitCode = 1;
+}

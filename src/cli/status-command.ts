@@ -1,0 +1,66 @@
+/**
+ * `mockcloud status [-j]`: the running daemon's health: CNs, heartbeats per second, tasks in
+ * flight, errors by kind, the Triton it reports to. Needs the daemon (it is the daemon's
+ * state); says so plainly when none runs.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { clientDataDir, findDaemon } from './daemon-client.js';
+import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+
+interface StatusArgs extends DataDirArgs, JsonArgs {}
+
+interface DaemonStatus {
+  pid: number;
+  version: string;
+  state: string;
+  uptimeSeconds: number;
+  dataDir: string;
+  urls: Record<string, string | undefined>;
+  servers: number;
+  registered: number;
+  heartbeatsPerSecond: number;
+  statusReportsPerSecond: number;
+  tasksInFlight: number;
+  errors: Record<string, number>;
+  cnapi?: { standalone: boolean; failingServers?: Record<string, number> };
+  cnAgent?: { tasks?: Record<string, number>; faults?: number };
+  memory?: { rssBytes: number };
+}
+
+function builder(y: Argv): Argv<StatusArgs> {
+  return withJson(withDataDir(y), "the daemon's whole status document") as Argv<StatusArgs>;
+}
+
+async function handler(argv: StatusArgs): Promise<void> {
+  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const s = await daemon.call<DaemonStatus>('GET', '/status');
+  if (argv.json) {
+    process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+    return;
+  }
+  const errors = Object.entries(s.errors ?? {});
+  const failing = Object.entries(s.cnapi?.failingServers ?? {}).filter(([, n]) => n > 0);
+  const tasks = s.cnAgent?.tasks ?? {};
+  const lines = [
+    `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}`,
+    `data dir:          ${s.dataDir}`,
+    `mock CNs:          ${s.servers} (${s.registered} registered)`,
+    `heartbeats/s:      ${s.heartbeatsPerSecond}`,
+    `status reports/s:  ${s.statusReportsPerSecond}`,
+    `tasks in flight:   ${s.tasksInFlight}`,
+    `tasks:             ${Object.entries(tasks).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`,
+    `fault rules:       ${s.cnAgent?.faults ?? 0}`,
+    `CNAPI:             ${s.urls?.cnapi ?? 'none'}${s.cnapi?.standalone ? ' (standalone)' : ''}`,
+    `CNs failing CNAPI: ${failing.length ? failing.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
+    `errors:            ${errors.length ? errors.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
+    ...(s.memory ? [`memory (RSS):      ${Math.round(s.memory.rssBytes / 1048576)} MiB`] : []),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+export const statusCommand: CommandModule<object, StatusArgs> = {
+  command: 'status',
+  describe: "The daemon's health: CNs, heartbeats per second, tasks in flight, errors by kind",
+  builder,
+  handler,
+};
