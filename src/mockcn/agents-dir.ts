@@ -1,11 +1,18 @@
 /**
  * The agents directory of a mock CN, `agents/<name>/{package.json,image_uuid,instance_uuid}`,
- * read the way the original dummy backend did (cn-agent-spec §4.4) and written for new CNs
- * with the four agents mockcloud runs on every CN.
+ * read the way the original dummy backend did (cn-agent-spec §4.4).
+ *
+ * A new CN has no agents directory: until an agents task changes them, its agents are the four
+ * mockcloud runs on every CN, with instance uuids derived from the server's uuid (so they are
+ * stable without being stored). The first agent_install or agents_uninstall writes them out.
+ * Why: the dozen small files per CN were most of the cost of creating a CN (file creation is
+ * the expensive part of the disk work), and 10,000 CNs would carry 160,000 such inodes.
  */
-import { promises as fsp } from 'node:fs';
+import { createHash } from 'node:crypto';
+import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { isUuid, newUuid } from '../common/uuid.js';
+import { createFileSynced, fsyncDir } from '../common/durable-file.js';
+import { isUuid } from '../common/uuid.js';
 import type { AgentRecord } from './types.js';
 
 export interface BuiltinAgent {
@@ -53,46 +60,82 @@ export interface AgentFile {
   content: string;
 }
 
-/** The files of the built-in agents for a new server (instance uuids fresh per CN). */
-export function builtinAgentFiles(): AgentFile[] {
-  const files: AgentFile[] = [];
-  for (const a of BUILTIN_AGENTS) {
-    const dir = path.join('agents', a.name);
-    const pkg = { name: a.name, description: a.description, version: a.version, private: true };
-    files.push({ relPath: path.join(dir, 'package.json'), content: `${JSON.stringify(pkg, null, 2)}\n` });
-    files.push({ relPath: path.join(dir, 'image_uuid'), content: `${a.imageUuid}\n` });
-    files.push({ relPath: path.join(dir, 'instance_uuid'), content: `${newUuid()}\n` });
+const AGENT_FILE_NAMES = ['package.json', 'image_uuid', 'instance_uuid'] as const;
+
+/** A stable instance uuid for a built-in agent of one CN (name-based, RFC 4122 version 5 layout). */
+export function builtinInstanceUuid(serverUuid: string, agentName: string): string {
+  const h = createHash('sha1').update(`mockcloud-agent:${serverUuid.toLowerCase()}:${agentName}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/** What a CN without an agents directory reports. */
+export function builtinAgentRecords(serverUuid: string): AgentRecord[] {
+  return BUILTIN_AGENTS.map((a) => ({ name: a.name, version: a.version, image_uuid: a.imageUuid, uuid: builtinInstanceUuid(serverUuid, a.name) }))
+    .sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+}
+
+function builtinAgentFileContent(a: BuiltinAgent, file: (typeof AGENT_FILE_NAMES)[number], serverUuid: string): string {
+  if (file === 'package.json') {
+    return `${JSON.stringify({ name: a.name, description: a.description, version: a.version, private: true }, null, 2)}\n`;
   }
-  return files;
+  return `${file === 'image_uuid' ? a.imageUuid : builtinInstanceUuid(serverUuid, a.name)}\n`;
+}
+
+/**
+ * Before an agents task changes anything: give a CN that still has the implicit built-in agents
+ * a real agents directory holding them. Built in a hidden staging dir, synced and renamed into
+ * place, so a crash leaves either no directory (still the built-ins) or a complete one.
+ */
+export async function materializeAgentsDir(agentsDir: string, serverUuid: string): Promise<boolean> {
+  if (fs.existsSync(agentsDir)) return false;
+  const parent = path.dirname(agentsDir);
+  const staging = path.join(parent, `.agents.${process.pid}.${Date.now()}.tmp`);
+  await fsp.rm(staging, { recursive: true, force: true });
+  try {
+    for (const a of BUILTIN_AGENTS) {
+      const dir = path.join(staging, a.name);
+      await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
+      for (const f of AGENT_FILE_NAMES) await createFileSynced(path.join(dir, f), builtinAgentFileContent(a, f, serverUuid));
+      await fsyncDir(dir);
+    }
+    await fsyncDir(staging);
+    await fsp.rename(staging, agentsDir);
+  } catch (err) {
+    await fsp.rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    throw err;
+  }
+  await fsyncDir(parent);
+  return true;
 }
 
 /**
  * The agents list for CNAPI: one entry per subdirectory, in directory order (sorted, for a
  * stable answer), name from package.json else the dir name, version when known, image_uuid and
- * uuid (instance) when their files hold a UUID. A missing agents dir is an empty list; an
- * unreadable entry is skipped, never fatal.
+ * uuid (instance) when their files hold a UUID. A missing agents dir is the built-in agents
+ * (see above); an unreadable entry is skipped, never fatal.
  */
-export async function readAgents(agentsDir: string): Promise<AgentRecord[]> {
+export async function readAgents(agentsDir: string, serverUuid: string): Promise<AgentRecord[]> {
   let names: string[];
   try {
-    names = (await fsp.readdir(agentsDir, { withFileTypes: true }))
+    names = fs.readdirSync(agentsDir, { withFileTypes: true })
       .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
       .map((d) => d.name)
       .sort();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return builtinAgentRecords(serverUuid);
     throw err;
   }
-  const records = await Promise.all(names.map((n) => readAgent(path.join(agentsDir, n), n)));
-  return records;
+  return names.map((n) => readAgent(path.join(agentsDir, n), n));
 }
 
-async function readAgent(dir: string, dirName: string): Promise<AgentRecord> {
-  const [pkgText, image, instance] = await Promise.all([
-    readOptional(path.join(dir, 'package.json')),
-    readOptional(path.join(dir, 'image_uuid')),
-    readOptional(path.join(dir, 'instance_uuid')),
-  ]);
+// Synchronous reads: a dozen tiny files per CN, read for each of 10,000 CNs at start.
+function readAgent(dir: string, dirName: string): AgentRecord {
+  const pkgText = readOptional(path.join(dir, 'package.json'));
+  const image = readOptional(path.join(dir, 'image_uuid'));
+  const instance = readOptional(path.join(dir, 'instance_uuid'));
   let name = dirName;
   let version: string | undefined;
   if (pkgText !== undefined) {
@@ -113,9 +156,9 @@ async function readAgent(dir: string, dirName: string): Promise<AgentRecord> {
   return record;
 }
 
-async function readOptional(file: string): Promise<string | undefined> {
+function readOptional(file: string): string | undefined {
   try {
-    return await fsp.readFile(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }

@@ -7,6 +7,9 @@
  *   <data-dir>/servers/<uuid>/vms/<vm uuid>.json
  *   <data-dir>/servers/<uuid>/logs/cn-agent/<timestamp>-<task>.log
  *
+ * A CN mockcloud creates starts with sysinfo.json alone: agents/ is implicit until an agents
+ * task writes it (agents-dir.ts), vms/ and logs/ appear when first needed.
+ *
  * mockcloud adds two kinds of hidden entries beside the server dirs (a leading dot, so the
  * original's tools, which only read uuid-named entries, never see them):
  *

@@ -22,7 +22,7 @@ export async function loadServer(
   const paths = serverPaths(dataDir, uuid);
   const sysinfo = await readSysinfoFile(paths.sysinfo, uuid);
   // vms/ may be missing in a hand-made server dir: the VM store creates it when it opens.
-  const agents = await readAgents(paths.agents);
+  const agents = await readAgents(paths.agents, uuid);
   const vms = await openVms(uuid, {
     UUID: sysinfo.UUID,
     'Datacenter Name': sysinfo['Datacenter Name'],

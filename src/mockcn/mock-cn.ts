@@ -78,7 +78,7 @@ export class MockCnImpl implements MockCn {
   }
 
   async refreshAgents(): Promise<AgentRecord[]> {
-    const agents = await readAgents(this.paths.agents);
+    const agents = await readAgents(this.paths.agents, this.uuid);
     this.agents = agents;
     await this.hooks.postAgents(this, agents);
     return agents;

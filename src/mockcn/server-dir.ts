@@ -9,10 +9,9 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeFileDurable } from '../common/durable-file.js';
+import { createFileSynced, fsyncDir, writeFileDurable } from '../common/durable-file.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
-import { builtinAgentFiles } from './agents-dir.js';
 import {
   classifyServerEntry,
   CREATE_MARKER_FILE,
@@ -52,28 +51,17 @@ export async function beginServerCreation(dataDir: string, marker: CreateMarker)
   await fsyncDir(root);
 }
 
-/**
- * Step 2: write sysinfo.json, the built-in agents, `vms/` and `logs/cn-agent/` into the
- * staging dir, make them durable and publish the server under its uuid.
- */
+/** Step 2: write sysinfo.json into the staging dir, durably, and publish the server under its uuid. */
 export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): Promise<void> {
   const uuid = sysinfo.UUID;
   const staging = creatingDir(dataDir, uuid);
   const final = serverPaths(dataDir, uuid).dir;
   // The marker stays until the server is published: a crash anywhere before the rename must
   // still name the NAPI NICs to release. After the rename it is only a stale file.
-  const files = [{ relPath: SYSINFO_FILE, content: serializeNewSysinfo(sysinfo) }, ...builtinAgentFiles()];
-  const dirs = new Set<string>([staging, path.join(staging, 'agents')]);
-  for (const f of files) dirs.add(path.dirname(path.join(staging, f.relPath)));
-  await Promise.all([...dirs].map((d) => fsp.mkdir(d, { recursive: true })));
-  await Promise.all([
-    fsp.mkdir(path.join(staging, 'vms')),
-    fsp.mkdir(path.join(staging, 'logs', 'cn-agent'), { recursive: true }),
-    ...files.map((f) => writeAndSync(path.join(staging, f.relPath), f.content)),
-  ]);
-  // Directory entries (the agent dirs, vms/, logs/) are durable once their parents are synced.
-  dirs.add(path.join(staging, 'logs'));
-  await Promise.all([...dirs].map((d) => fsyncDir(d)));
+  // Only sysinfo.json: the agents directory is implicit until an agents task writes it
+  // (agents-dir.ts), vms/ is made when the VM store opens, logs/ with the first task log.
+  await createFileSynced(path.join(staging, SYSINFO_FILE), serializeNewSysinfo(sysinfo));
+  await fsyncDir(staging);
   try {
     await fsp.rename(staging, final);
   } catch (err) {
@@ -149,14 +137,4 @@ export async function scanServers(dataDir: string): Promise<ServerScan> {
 
 export async function finishInterruptedRemoval(dataDir: string, uuid: string): Promise<void> {
   await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
-}
-
-async function writeAndSync(file: string, content: string): Promise<void> {
-  const fh = await fsp.open(file, 'wx', 0o644);
-  try {
-    await fh.writeFile(content);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }

@@ -3,7 +3,7 @@
  * by its tasks (2-space) or by mockcloud. Validated once here, at the edge: what comes out is
  * a Sysinfo whose UUID is the server dir's name.
  */
-import { promises as fsp } from 'node:fs';
+import fs from 'node:fs';
 import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
 
@@ -13,7 +13,7 @@ export const RUNTIME_SYSINFO_KEYS = ['CN Agent IP', 'CN Agent Port'] as const;
 export async function readSysinfoFile(file: string, expectedUuid: string): Promise<Sysinfo> {
   let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
+    text = fs.readFileSync(file, 'utf8'); // small and read once per CN: no thread-pool trip
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new MockcloudError(

@@ -2,8 +2,9 @@
  * Reading VM files from disk: the whole directory when a store opens or rescans, or one
  * file when a hand edit is reconciled. Bad files are reported, never fatal, never touched.
  */
-import { promises as fsp } from 'node:fs';
-import { isDurableTempName } from '../common/durable-file.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir, isDurableTempName } from '../common/durable-file.js';
 import { vmFile, vmUuidOfFile, parseVmFile, VmFileError } from './vm-file.js';
 import { toStored } from './derived.js';
 
@@ -16,17 +17,20 @@ export interface DiskVm {
 
 export type ReadResult = { kind: 'ok'; vm: DiskVm } | { kind: 'missing' } | { kind: 'bad'; reason: string };
 
+// Reads are synchronous: a VM file is a few KB in the page cache, and a store of thousands
+// opens far faster with one read syscall each than with four thread-pool round trips.
 export async function readVmFile(dir: string, uuid: string): Promise<ReadResult> {
   const file = vmFile(dir, uuid);
-  let fh: fsp.FileHandle;
+  let fd: number;
   try {
-    fh = await fsp.open(file, 'r');
+    fd = fs.openSync(file, 'r');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     return { kind: 'bad', reason: (err as Error).message };
   }
   try {
-    const [st, text] = await Promise.all([fh.stat(), fh.readFile('utf8')]);
+    const st = fs.fstatSync(fd);
+    const text = fs.readFileSync(fd, 'utf8');
     const raw = parseVmFile(text, uuid);
     const mtimeMs = Math.round(st.mtimeMs);
     const stored = toStored(raw);
@@ -41,7 +45,7 @@ export async function readVmFile(dir: string, uuid: string): Promise<ReadResult>
     if (err instanceof VmFileError) return { kind: 'bad', reason: err.message };
     return { kind: 'bad', reason: (err as Error).message };
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
 }
 
@@ -52,8 +56,12 @@ export async function listVmUuids(dir: string): Promise<string[]> {
 
 /** VM uuids, plus the temp files an interrupted writeFileDurable left behind. */
 export async function listVmDir(dir: string): Promise<{ uuids: string[]; temps: string[] }> {
-  await fsp.mkdir(dir, { recursive: true });
-  const names = await fsp.readdir(dir);
+  if (!fs.existsSync(dir)) {
+    // A new server has no vms/ yet: its entry must be durable before a VM file goes in.
+    fs.mkdirSync(dir, { recursive: true });
+    await fsyncDir(path.dirname(dir));
+  }
+  const names = fs.readdirSync(dir);
   const uuids: string[] = [];
   const temps: string[] = [];
   for (const name of names) {

@@ -223,10 +223,11 @@ describe('server tasks', () => {
         manifest: { uuid: image, name: 'vm-agent', version: '9.9.9', files: [{ size: file.length, sha1: sha1(file), compression: 'gzip' }] },
         file,
       });
-      const instanceBefore = (await fsp.readFile(path.join(c.cn.paths.agents, 'vm-agent', 'instance_uuid'), 'utf8')).trim();
+      // A new CN's agents are implicit (no files yet): its instance uuid is what it reported.
+      const instanceBefore = (await readAgents(c.cn.paths.agents, c.cn.uuid)).find((a) => a.name === 'vm-agent')!.uuid;
       const r = await postTask(c, 'agent_install', { image_uuid: image, package_name: 'vm-agent' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      const agents = await readAgents(c.cn.paths.agents);
+      const agents = await readAgents(c.cn.paths.agents, c.cn.uuid);
       expect(agents.find((a) => a.name === 'vm-agent')).toEqual({ name: 'vm-agent', version: '9.9.9', image_uuid: image, uuid: instanceBefore });
       expect(c.hooks.agentPosts.at(-1)?.find((a) => a.name === 'vm-agent')?.version).toBe('9.9.9');
       // The download is not left behind.
@@ -241,7 +242,7 @@ describe('server tasks', () => {
       imgapi.images.set(image, { manifest: { uuid: image, name: 'amon-agent', files: [{ size: file.length, sha1: sha1(file) }] }, file });
       const r = await postTask(c, 'agent_install', { image_uuid: image });
       expect(r.status).toBe(200);
-      const rec = (await readAgents(c.cn.paths.agents)).find((a) => a.name === 'amon-agent');
+      const rec = (await readAgents(c.cn.paths.agents, c.cn.uuid)).find((a) => a.name === 'amon-agent');
       expect(rec).toMatchObject({ version: '1.0.0', image_uuid: image, uuid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
     });
 
@@ -268,7 +269,7 @@ describe('server tasks', () => {
       expect(notAgent.body.error).toMatch(/^AgentInstall error: Could not find net-agent\/image_uuid in /);
 
       // None of these installed anything.
-      const agents = await readAgents(c.cn.paths.agents);
+      const agents = await readAgents(c.cn.paths.agents, c.cn.uuid);
       expect(agents.find((a) => a.name === 'net-agent')?.version).toBe('2.3.4');
       expect(c.hooks.agentPosts).toEqual([]);
     });
@@ -289,7 +290,7 @@ describe('server tasks', () => {
       const c = await h.addCn();
       const r = await postTask(c, 'agents_uninstall', { agents: ['cmon-agent', 'no-such-agent'] });
       expect(r.status).toBe(200);
-      expect((await readAgents(c.cn.paths.agents)).map((a) => a.name)).toEqual(['cn-agent', 'net-agent', 'vm-agent']);
+      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).map((a) => a.name)).toEqual(['cn-agent', 'net-agent', 'vm-agent']);
       expect(c.hooks.agentPosts.at(-1)?.map((a) => a.name)).toEqual(['cn-agent', 'net-agent', 'vm-agent']);
       c.hooks.failAgents = new Error('CNAPI said no');
       const f = await postTask(c, 'agents_uninstall', { agents: ['net-agent'] });
@@ -303,7 +304,7 @@ describe('server tasks', () => {
         const r = await postTask(c, 'agents_uninstall', { agents });
         expect(r.status).toBe(409);
       }
-      expect((await readAgents(c.cn.paths.agents)).length).toBe(4);
+      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).length).toBe(4);
       await expect(fsp.stat(c.cn.paths.vms)).resolves.toBeDefined();
     });
 

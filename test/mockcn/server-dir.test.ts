@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { readAgents, BUILTIN_AGENTS } from '../../src/mockcn/agents-dir.js';
+import { readAgents, BUILTIN_AGENTS, materializeAgentsDir } from '../../src/mockcn/agents-dir.js';
 import { creatingDir, serverPaths } from '../../src/mockcn/layout.js';
 import { loadServer } from '../../src/mockcn/load-server.js';
 import { getProfile } from '../../src/mockcn/profiles.js';
@@ -72,29 +72,37 @@ describe('server directories', () => {
 
     const p = serverPaths(dataDir, uuid);
     expect(JSON.parse(await fsp.readFile(p.sysinfo, 'utf8'))).toEqual(sysinfo);
-    expect((await fsp.stat(p.vms)).isDirectory()).toBe(true);
-    expect((await fsp.stat(p.taskLogs)).isDirectory()).toBe(true);
     await expect(fsp.stat(path.join(p.dir, 'create.json'))).rejects.toThrow();
-
-    const agents = await readAgents(p.agents);
-    expect(agents.map((a) => a.name).sort()).toEqual(['cmon-agent', 'cn-agent', 'net-agent', 'vm-agent']);
+    // No agents dir is written: a new CN reports the built-in agents, with stable instance uuids.
+    await expect(fsp.stat(p.agents)).rejects.toThrow();
+    const agents = await readAgents(p.agents, uuid);
+    expect(agents.map((a) => a.name)).toEqual(['cmon-agent', 'cn-agent', 'net-agent', 'vm-agent']);
     for (const a of agents) {
       expect(a.version).toMatch(/^\d+\.\d+\.\d+$/);
       expect(a.image_uuid).toMatch(/^[0-9a-f-]{36}$/);
-      expect(a.uuid).toMatch(/^[0-9a-f-]{36}$/);
-      const dir = path.join(p.agents, a.name);
-      expect(JSON.parse(await fsp.readFile(path.join(dir, 'package.json'), 'utf8'))).toMatchObject({ name: a.name, version: a.version });
-      expect(await fsp.readFile(path.join(dir, 'image_uuid'), 'utf8')).toBe(`${a.image_uuid}\n`);
-      expect(await fsp.readFile(path.join(dir, 'instance_uuid'), 'utf8')).toBe(`${a.uuid}\n`);
+      expect(a.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     }
+    expect(await readAgents(p.agents, uuid)).toEqual(agents);
     expect(versionAtLeast(agents.find((a) => a.name === 'cn-agent')!.version!, '2.15.0')).toBe(true);
     // Instance uuids are per CN; image uuids per agent build.
     const other = newUuid();
     await beginServerCreation(dataDir, { uuid: other, startedAt: '', napiMacs: [] });
     await finishServerCreation(dataDir, sysinfoFor(other));
-    const otherAgents = await readAgents(serverPaths(dataDir, other).agents);
+    const otherAgents = await readAgents(serverPaths(dataDir, other).agents, other);
     expect(otherAgents.find((a) => a.name === 'cn-agent')!.uuid).not.toBe(agents.find((a) => a.name === 'cn-agent')!.uuid);
     expect(otherAgents.find((a) => a.name === 'cn-agent')!.image_uuid).toBe(BUILTIN_AGENTS[0]!.imageUuid);
+
+    // Written out (before an agents task changes them), the files say what was reported.
+    expect(await materializeAgentsDir(p.agents, uuid)).toBe(true);
+    expect(await materializeAgentsDir(p.agents, uuid)).toBe(false);
+    for (const a of agents) {
+      const dir = path.join(p.agents, a.name);
+      expect(JSON.parse(await fsp.readFile(path.join(dir, 'package.json'), 'utf8'))).toMatchObject({ name: a.name, version: a.version });
+      expect(await fsp.readFile(path.join(dir, 'image_uuid'), 'utf8')).toBe(`${a.image_uuid}\n`);
+      expect(await fsp.readFile(path.join(dir, 'instance_uuid'), 'utf8')).toBe(`${a.uuid}\n`);
+    }
+    expect(await readAgents(p.agents, uuid)).toEqual(agents);
+    expect((await fsp.readdir(p.dir)).filter((n) => n.startsWith('.'))).toEqual([]);
   });
 
   it('refuses a second creation of the same uuid, and aborts cleanly', async () => {
@@ -122,11 +130,14 @@ describe('server directories', () => {
     await fsp.writeFile(path.join(agentsDir, 'config-agent', 'image_uuid'), 'not-a-uuid\n');
     const id = newUuid();
     await fsp.writeFile(path.join(agentsDir, 'smartlogin', 'instance_uuid'), `${id}\n`);
-    expect(await readAgents(agentsDir)).toEqual([
+    expect(await readAgents(agentsDir, newUuid())).toEqual([
       { name: 'config-agent', version: '1.9.0' },
       { name: 'smartlogin', uuid: id },
     ]);
-    expect(await readAgents(path.join(dataDir, 'missing'))).toEqual([]);
+    // An empty dir (every agent uninstalled) is no agents; a missing one the built-ins.
+    await fsp.mkdir(path.join(dataDir, 'empty'));
+    expect(await readAgents(path.join(dataDir, 'empty'), newUuid())).toEqual([]);
+    expect((await readAgents(path.join(dataDir, 'missing'), newUuid())).map((a) => a.name)).toEqual(BUILTIN_AGENTS.map((a) => a.name).sort());
   });
 
   it('adopts a data dir made by the original mockcloud as is', async () => {

@@ -7,6 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../../../common/durable-file.js';
+import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { isUuid, newUuid } from '../../../common/uuid.js';
 import { defineTask, TaskError } from '../types.js';
 import { AgentImageError, fetchAgentImage } from './agent-image.js';
@@ -35,6 +36,7 @@ export const agentInstall = defineTask<{ imageUuid: string }>({
       name = pkg.name;
       const imageUuid = image.imageUuidFile.trim();
       if (!isUuid(imageUuid)) throw new AgentImageError(`${image.baseName}/image_uuid does not hold a UUID`);
+      await materializeAgentsDir(ctx.cn.paths.agents, ctx.cn.uuid);
       await installAgentFiles(ctx.cn.paths.agents, name, image.packageJson, imageUuid);
     } catch (err) {
       if (err instanceof AgentImageError) throw fail(err.message);
@@ -85,6 +87,7 @@ export const agentsUninstall = defineTask<{ agents: string[] }>({
   },
   async run(ctx, p) {
     try {
+      await materializeAgentsDir(ctx.cn.paths.agents, ctx.cn.uuid);
       for (const name of p.agents) {
         await fsp.rm(path.join(ctx.cn.paths.agents, name), { recursive: true, force: true });
         ctx.log.info('removed agent %s', name);
