@@ -2,6 +2,7 @@
  * The real cn-agent task server and vmadm, built for the daemon. Kept apart so the daemon's
  * own code (and its tests) depend only on the small interfaces in services.ts.
  */
+import path from 'node:path';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
@@ -21,6 +22,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
     log: log.child({ component: 'cn-agent' }),
     bindIp: config.bindIp,
     portRange: config.portRange,
+    taskLogFile: path.join(config.dataDir, 'logs', 'cn-agent-tasks.log'),
     env: {
       log: log.child({ component: 'cn-agent-tasks' }),
       http,

@@ -5,10 +5,11 @@
  *   <data-dir>/servers/<uuid>/sysinfo.json
  *   <data-dir>/servers/<uuid>/agents/<name>/{package.json,image_uuid,instance_uuid}
  *   <data-dir>/servers/<uuid>/vms/<vm uuid>.json
- *   <data-dir>/servers/<uuid>/logs/cn-agent/<timestamp>-<task>.log
+ *   <data-dir>/servers/<uuid>/logs/cn-agent/<timestamp>-<task>.log   (the original's; mockcloud
+ *                       writes task logs to <data-dir>/logs/cn-agent-tasks.log instead)
  *
  * A CN mockcloud creates starts with sysinfo.json alone: agents/ is implicit until an agents
- * task writes it (agents-dir.ts), vms/ and logs/ appear when first needed.
+ * task writes it (agents-dir.ts), vms/ appears when the VM store opens.
  *
  * mockcloud adds two kinds of hidden entries beside the server dirs (a leading dot, so the
  * original's tools, which only read uuid-named entries, never see them):

@@ -67,6 +67,7 @@ export class Harness {
     const { imgapiUrl, kbmapiUrl, ...serverOpts } = opts;
     this.server = new CnAgentServer({
       bindIp: '127.0.0.1',
+      taskLogFile: path.join(dataDir, 'logs', 'cn-agent-tasks.log'),
       ...serverOpts,
       log,
       env: { log, http: this.http, imgapiUrl, kbmapiUrl, dataDir, tmpDir: path.join(dataDir, 'tmp') },

@@ -4,6 +4,7 @@
  * fault-injection seam, and that one failing task harms nothing else.
  */
 import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FaultInjector, validateFaultSpec } from '../../src/agents/cn-agent/index.js';
 import { KeyedLock } from '../../src/agents/cn-agent/keyed-lock.js';
@@ -90,25 +91,33 @@ describe('task runner', () => {
     expect(entries.map((e) => e.params.i)).toEqual(Array.from({ length: 16 }, (_, k) => k + 4));
   });
 
-  it('writes one bunyan log file per task under logs/cn-agent', async () => {
+  it('appends each task\'s bunyan records, together, to the shared task log', async () => {
     const c = await h.addCn();
-    await postTask(c, 'nop', { logged: true }, { requestId: 'req-log-1' });
-    const dir = c.cn.paths.taskLogs;
-    // The file is written as the task ends, right after the reply.
-    let files: string[] = [];
-    for (let i = 0; i < 50 && files.length === 0; i++) {
-      files = (await fsp.readdir(dir)).filter((f) => f.endsWith('-nop.log'));
-      if (files.length === 0) await new Promise((r) => setTimeout(r, 20));
+    const d = await h.addCn();
+    await Promise.all([
+      postTask(c, 'nop', { logged: true }, { requestId: 'req-log-1' }),
+      postTask(d, 'nop', { logged: true }, { requestId: 'req-log-2' }),
+    ]);
+    const file = path.join(h.dataDir, 'logs', 'cn-agent-tasks.log');
+    // Records are appended as the task ends, right after the reply.
+    let lines: Record<string, unknown>[] = [];
+    for (let i = 0; i < 50 && new Set(lines.map((l) => l.req_id)).size < 2; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      lines = (await fsp.readFile(file, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
     }
-    expect(files).toHaveLength(1);
-    expect(files[0]).toMatch(/^\d{13}-nop\.log$/);
-    const lines = (await fsp.readFile(`${dir}/${files[0]}`, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines.length).toBeGreaterThan(0);
-    for (const rec of lines) {
-      expect(rec).toMatchObject({ v: 0, task: 'nop', req_id: 'req-log-1', server: c.uuid });
+    const mine = lines.filter((l) => l.req_id === 'req-log-1');
+    expect(mine.length).toBeGreaterThan(0);
+    for (const rec of mine) {
+      expect(rec).toMatchObject({ v: 0, name: 'cn-agent-task', task: 'nop', req_id: 'req-log-1', server: c.uuid });
       expect(typeof rec.level).toBe('number');
       expect(typeof rec.msg).toBe('string');
     }
+    expect(lines.filter((l) => l.req_id === 'req-log-2').every((l) => l.server === d.uuid)).toBe(true);
+    // One task's records are contiguous.
+    const first = lines.findIndex((l) => l.req_id === 'req-log-1');
+    expect(lines.slice(first, first + mine.length).every((l) => l.req_id === 'req-log-1')).toBe(true);
+    // No file per task.
+    await expect(fsp.readdir(c.cn.paths.taskLogs)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('serialises tasks on one VM: a destroy waits for an in-flight create', async () => {

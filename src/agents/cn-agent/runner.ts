@@ -19,7 +19,7 @@ import { abortableSleep, reasonOf } from './abortable.js';
 import type { CnSlot } from './cn-slot.js';
 import { FaultInjector } from './faults.js';
 import { finishEntry, recordEvent, recordException } from './history.js';
-import { TaskLogFile } from './task-log.js';
+import { TaskLogBuffer, type TaskLogWriter } from './task-log.js';
 import {
   TaskError,
   type PreparedTask,
@@ -65,6 +65,8 @@ export interface TaskRunnerOptions {
   env: TaskEnvironment;
   timeoutSeconds?: number;
   faults?: FaultInjector;
+  /** Where task logs go besides `/history` (none: history only). */
+  taskLog?: TaskLogWriter;
 }
 
 type Settled = { kind: 'ok'; result: TaskResult | undefined } | { kind: 'error'; err: unknown };
@@ -76,13 +78,14 @@ export class TaskRunner {
   private readonly log: Logger;
   private readonly env: TaskEnvironment;
   private running = 0;
-  private readonly createdLogDirs = new Set<string>();
+  private readonly taskLogWriter: TaskLogWriter | undefined;
 
   constructor(opts: TaskRunnerOptions) {
     this.log = opts.log;
     this.env = opts.env;
     this.timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_TASK_TIMEOUT_SECONDS;
     this.faults = opts.faults ?? new FaultInjector();
+    this.taskLogWriter = opts.taskLog;
   }
 
   get tasksInFlight(): number {
@@ -95,7 +98,7 @@ export class TaskRunner {
     const cn = slot.cn;
     const startedAt = Date.now();
     const entry = slot.history.start(task.name, r.params, new Date(startedAt));
-    const logFile = new TaskLogFile(cn.paths.taskLogs, { task: task.name, req_id: r.reqId, server: cn.uuid }, startedAt);
+    const logFile = new TaskLogBuffer({ task: task.name, req_id: r.reqId, server: cn.uuid });
     const log = logFile.taskLog(entry);
     const controller = new AbortController();
     const signal = controller.signal;
@@ -230,9 +233,7 @@ export class TaskRunner {
             this.log.warn({ err, server: cn.uuid }, 'markStatusDirty failed');
           }
         }
-        await logFile.flush(this.createdLogDirs).catch((err: unknown) => {
-          this.log.warn({ err, server: cn.uuid, file: logFile.file }, 'cannot write task log');
-        });
+        this.taskLogWriter?.append(logFile.take());
       })
       .catch((err: unknown) => {
         this.log.error({ err, server: cn.uuid, task: task.name }, 'task bookkeeping failed');

@@ -26,6 +26,7 @@ import { CnSlot } from './cn-slot.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { PortAllocator, type PortRange } from './listeners.js';
 import { TaskRunner } from './runner.js';
+import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
 import { isPlainObject } from './tasks/params.js';
 import type { TaskEnvironment } from './types.js';
@@ -34,7 +35,7 @@ export interface CnAgentServerOptions {
   log: Logger;
   /** Where CN sockets bind unless `attach` names an IP. */
   bindIp: string;
-  /** Ports for CN sockets; absent means port 0 (ephemeral). */
+  /** Ports for CN sockets; absent means ephemeral ports (see PortAllocator). */
   portRange?: PortRange | [number, number] | undefined;
   env: TaskEnvironment;
   /** 3600 by default, as the real agent. */
@@ -43,6 +44,8 @@ export interface CnAgentServerOptions {
   maxBodyBytes?: number;
   /** `x-server-name`; os.hostname() by default. */
   hostname?: string;
+  /** The shared task log file (task-log.ts); none: task logs only in `/history`. */
+  taskLogFile?: string;
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -68,6 +71,7 @@ export class CnAgentServer {
   private readonly socketSlots = new WeakMap<net.Socket, CnSlot>();
   private readonly attaching = new Set<string>();
   private stopped = false;
+  private readonly taskLog: TaskLogWriter | undefined;
 
   constructor(opts: CnAgentServerOptions) {
     this.log = opts.log;
@@ -75,9 +79,13 @@ export class CnAgentServer {
     this.ports = new PortAllocator(opts.portRange);
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.hostname = opts.hostname ?? os.hostname();
+    this.taskLog = opts.taskLogFile
+      ? new TaskLogWriter(opts.taskLogFile, (err) => this.log.warn({ err, file: opts.taskLogFile }, 'cannot write the task log'))
+      : undefined;
     this.runner = new TaskRunner({
       log: opts.log,
       env: opts.env,
+      ...(this.taskLog ? { taskLog: this.taskLog } : {}),
       ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
     });
     this.http = this.createRestifyServer();
@@ -92,6 +100,7 @@ export class CnAgentServer {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
+    await this.taskLog?.close();
   }
 
   get cnCount(): number {

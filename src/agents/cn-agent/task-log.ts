@@ -1,8 +1,11 @@
 /**
- * Each task's own bunyan log, `<cn>/logs/cn-agent/<ms timestamp>-<task>.log`, as the real
- * agent writes one per task. To keep thousands of concurrent tasks cheap the records are
- * buffered in memory and written with one append when the task ends: no file descriptor is
- * held while a task runs. The directory is created lazily, once per CN.
+ * Task logs. A real cn-agent writes one bunyan file per task; a mock CN fleet cannot afford a
+ * new file per task (100,000 VM creations would leave 100,000 files, and creating a file is
+ * the most expensive thing a task does here), so every task's records go to one shared,
+ * size-rotated bunyan file, `<data-dir>/logs/cn-agent-tasks.log` (and `.1`), each record
+ * carrying `server`, `task` and `req_id`. A task's records are buffered in memory while it
+ * runs and appended together when it ends, so they stay contiguous; the same records also go
+ * to the task's `/history` entry.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,19 +28,14 @@ class RecordBuffer {
   }
 }
 
-export class TaskLogFile {
-  readonly file: string;
+/** One task's log: records kept in memory until the task ends. */
+export class TaskLogBuffer {
   readonly bunyan: bunyan;
   private readonly buffer = new RecordBuffer();
 
-  constructor(
-    private readonly dir: string,
-    fields: { task: string; req_id: string; server: string },
-    startedAt: number,
-  ) {
-    this.file = path.join(dir, `${startedAt}-${fields.task}.log`);
+  constructor(fields: { task: string; req_id: string; server: string }) {
     this.bunyan = bunyan.createLogger({
-      name: `cn-agent-task`,
+      name: 'cn-agent-task',
       level: 'debug',
       ...fields,
       streams: [{ type: 'raw', level: 'debug', stream: this.buffer as unknown as NodeJS.WritableStream }],
@@ -45,7 +43,7 @@ export class TaskLogFile {
     });
   }
 
-  /** The task-facing log: each call goes to this file and to the history entry's `log`. */
+  /** The task-facing log: each call goes to the task log and to the history entry's `log`. */
   taskLog(entry: HistoryEntry): TaskLog {
     const at = (level: 'trace' | 'debug' | 'info' | 'warn' | 'error') => (...args: unknown[]) => {
       recordLog(entry, level, args);
@@ -54,36 +52,87 @@ export class TaskLogFile {
     return { trace: at('trace'), debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
   }
 
-  /** Write the buffered records (one append) and forget them. */
-  async flush(createdDirs: Set<string>): Promise<void> {
+  /** The buffered records as bunyan lines (and forget them). */
+  take(): string {
     if (this.buffer.dropped > 0) {
       this.buffer.lines.push(
         `${JSON.stringify({ name: 'cn-agent-task', level: 40, msg: `${this.buffer.dropped} log records dropped`, time: new Date().toISOString(), v: 0 })}\n`,
       );
+      this.buffer.dropped = 0;
     }
     const text = this.buffer.lines.join('');
     this.buffer.lines.length = 0;
-    // Synchronous on purpose: one small append to the page cache costs microseconds, far less
-    // CPU than three thread-pool round trips (open, write, close) per task.
-    if (!createdDirs.has(this.dir)) {
-      if (!this.serverDirExists()) return;
-      fs.mkdirSync(this.dir, { recursive: true, mode: 0o755 });
-      createdDirs.add(this.dir);
+    return text;
+  }
+}
+
+export const DEFAULT_TASK_LOG_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The shared task log file: one append stream for every CN's tasks. When it passes
+ * `maxBytes` it is renamed to `<file>.1` (replacing the previous one) and a new file starts.
+ */
+export class TaskLogWriter {
+  private stream: fs.WriteStream | undefined;
+  private bytes = 0;
+
+  constructor(
+    readonly file: string,
+    private readonly onError: (err: Error) => void,
+    private readonly maxBytes = DEFAULT_TASK_LOG_MAX_BYTES,
+  ) {}
+
+  append(text: string): void {
+    if (text.length === 0) return;
+    if (!this.stream) {
+      try {
+        this.open();
+      } catch (err) {
+        this.onError(err as Error); // a log that cannot be written never fails a task
+        return;
+      }
     }
-    try {
-      fs.appendFileSync(this.file, text, { mode: 0o644 });
-    } catch (err) {
-      // The logs dir went away (removed by hand): make it again, but never resurrect a
-      // removed server's directory.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !this.serverDirExists()) throw err;
-      fs.mkdirSync(this.dir, { recursive: true, mode: 0o755 });
-      fs.appendFileSync(this.file, text, { mode: 0o644 });
-    }
+    this.stream!.write(text);
+    this.bytes += Buffer.byteLength(text);
+    if (this.bytes >= this.maxBytes) this.rotate();
   }
 
-  /** `<server>/logs/cn-agent` → does `<server>` still exist? */
-  private serverDirExists(): boolean {
-    return fs.statSync(path.dirname(path.dirname(this.dir)), { throwIfNoEntry: false })?.isDirectory() ?? false;
+  /** Flush what was appended and close the file (a later append opens it again). */
+  async close(): Promise<void> {
+    await this.end();
+  }
+
+  private open(): void {
+    fs.mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o755 });
+    this.bytes = fs.statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+    // Opened here, not lazily by the stream: a rotation right after must rename this file.
+    const fd = fs.openSync(this.file, 'a', 0o644);
+    const stream = fs.createWriteStream(this.file, { fd, flags: 'a' });
+    stream.on('error', (err) => {
+      this.onError(err);
+      if (this.stream === stream) this.stream = undefined;
+    });
+    this.stream = stream;
+  }
+
+  private rotate(): void {
+    const old = this.stream;
+    this.stream = undefined;
+    this.bytes = 0;
+    // The rename is safe while the old stream still writes: its fd follows the file.
+    try {
+      fs.renameSync(this.file, `${this.file}.1`);
+    } catch (err) {
+      this.onError(err as Error);
+    }
+    old?.end();
+  }
+
+  private end(): Promise<void> {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (!stream) return Promise.resolve();
+    return new Promise((resolve) => stream.end(() => resolve()));
   }
 }
 
