@@ -5,6 +5,9 @@
  */
 import type { Logger } from '../common/log.js';
 
+/** About 2-5 ms of heartbeats/status reports. */
+const JOBS_PER_TICK = 32;
+
 export type ScheduledFn = () => void | Promise<void>;
 
 export interface ScheduledJob {
@@ -82,8 +85,9 @@ export class Scheduler {
     this.timer = undefined;
     this.timerDue = Infinity;
     const now = Date.now();
-    // Bounded per tick so one burst cannot starve the event loop; the rest runs next tick.
-    let budget = 5000;
+    // Bounded per tick so a burst (thousands of heartbeats due after a pause) is sent in small
+    // slices with I/O in between: a task request arriving meanwhile waits one slice, not all.
+    let budget = JOBS_PER_TICK;
     while (this.running && this.heap.length > 0 && this.heap[0]!.due <= now && budget-- > 0) {
       const entry = this.pop()!;
       if (entry.cancelled) continue;

@@ -142,7 +142,8 @@ describe('vm-agent', () => {
     await waitFor('other CN synced', () => a.isSynced(fine.uuid) && vmapi.vms.has(fineVm.uuid));
     const stuckVm = await stuck.vms.create(vmPayload({ alias: 'stuck' }));
     const attempts = (): number => vmapi.requests.filter((r) => r.method === 'GET' && r.query.get('server_uuid') === stuck.uuid).length;
-    await waitFor('four failed attempts', () => attempts() >= 4);
+    // The fake sees a request before the agent has read its 500: wait for both sides.
+    await waitFor('four failed attempts', () => attempts() >= 4 && (tc.errors['vm-agent.vmapi'] ?? 0) >= 4);
     expect(a.isSynced(stuck.uuid)).toBe(false);
     expect(vmapi.vms.has(stuckVm.uuid)).toBe(false);
     expect(tc.errors['vm-agent.vmapi']).toBeGreaterThanOrEqual(4);

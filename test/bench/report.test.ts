@@ -41,8 +41,14 @@ function step(n: number, over: { rssPerCnKb: number; cpu: number; nopP99: number
       cnapiErrors: 0,
     },
     tasks: {
-      nop: { count: 300, p50Ms: 1.2, p99Ms: over.nopP99, maxMs: 20, meanMs: 1.5, failed: 0, failures: [] },
-      machineCreate: { count: 300, p50Ms: 4, p99Ms: 12, maxMs: 30, meanMs: 5, failed: 0, failures: [] },
+      concurrency: 1,
+      nop: { count: 300, p50Ms: 1.2, p99Ms: over.nopP99, maxMs: 20, meanMs: 1.5, failed: 0, failures: [], perSecond: 700 },
+      machineCreate: { count: 300, p50Ms: 4, p99Ms: 12, maxMs: 30, meanMs: 5, failed: 0, failures: [], perSecond: 200 },
+    },
+    tasksUnderLoad: {
+      concurrency: 8,
+      nop: { count: 300, p50Ms: 4, p99Ms: 11, maxMs: 20, meanMs: 4.5, failed: 0, failures: [], perSecond: 1800 },
+      machineCreate: { count: 300, p50Ms: 25, p99Ms: 40, maxMs: 50, meanMs: 26, failed: 0, failures: [], perSecond: 280 },
     },
     vms: {
       perCn: 10,
@@ -74,7 +80,8 @@ function report(steps: StepResult[], heartbeatIntervalMs = 5000): BenchReport {
       windowSeconds: 30,
       settleSeconds: 6,
       tasksPerKind: 300,
-      taskConcurrency: 8,
+      taskConcurrency: 1,
+      loadConcurrency: 8,
       vmsPerCn: 10,
       vmConcurrency: 32,
       vmBudgetSeconds: 600,

@@ -37,7 +37,8 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   out.push(
     `Run: N = ${o.steps.map(fmtN).join(', ')}${o.quick ? ' (quick CI run: shortened heartbeat timings, small windows)' : ''}; ` +
       `heartbeat every ${report.heartbeatIntervalMs / 1000} s; idle window ${o.windowSeconds} s after ${o.settleSeconds} s settling; ` +
-      `${o.tasksPerKind} tasks of each kind at concurrency ${o.taskConcurrency}; ${o.vmsPerCn} VMs per CN at concurrency ${o.vmConcurrency}.`,
+      `${o.tasksPerKind} tasks of each kind at concurrency ${o.taskConcurrency}` +
+        `${o.loadConcurrency > 0 ? ` and again at ${o.loadConcurrency}` : ''}; ${o.vmsPerCn} VMs per CN at concurrency ${o.vmConcurrency}.`,
     '',
   );
 
@@ -143,7 +144,11 @@ export function renderMarkdown(inp: MarkdownInputs): string {
     '- **Heartbeats and status reports delivered** are what the sink received per second during the idle window; the **worst gap** ' +
       'is the longest time between two heartbeats of one CN (or since its last one) seen in that window.',
     '- **Task latency**: `POST /tasks` straight to each CN\'s agent address from `daemon.json`, as CNAPI sends it, round-robin ' +
-      'over the CNs with bounded concurrency, while every CN keeps heartbeating. `machine_create` includes the durable VM file write.',
+      'over the CNs while every CN keeps heartbeating and reporting. `machine_create` includes the durable VM file write (fsync of ' +
+      'the file and of its directory) and sets off what a real CN does after it (vm-agent to VMAPI, net-agent to NAPI, a status ' +
+      'report). The latency figures (and the targets) take one task at a time: the time a task takes under the fleet\'s load. ' +
+      'The **loaded** figures run the same tasks again with several in flight from one client: their p99 includes the time ' +
+      'tasks wait for each other on the daemon\'s one thread, and the throughput says how many it completes per second.',
     '- **VM creation** is `machine_create` throughput filling every CN up to the VMs-per-CN count (bounded in time); ' +
       '**memory per VM** is (RSS after a restart with those VMs − RSS with N idle CNs and no VMs) / VMs.',
     '- **create-servers** is `mockcloud create-servers N` timed from spawn to exit, including an admin NIC allocated from the ' +

@@ -206,27 +206,37 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       timeBudgetMs: taskBudgetMs,
     });
     for (const r of [warmNop, warmMc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2).map((f) => `warm-up: ${f}`));
-    say(`tasks: ${opts.tasksPerKind} nop, ${opts.tasksPerKind} machine_create (concurrency ${opts.taskConcurrency})`);
-    const nop = await runTasks({
-      targets,
-      task: 'nop',
-      params: () => ({}),
-      count: opts.tasksPerKind,
-      concurrency: opts.taskConcurrency,
-      timeBudgetMs: taskBudgetMs,
-    });
-    const mcFirst = warmMc.ok + warmMc.failed;
-    const mc = await runTasks({
-      targets,
-      task: 'machine_create',
-      params: (i, t) => machineCreateParams(i, t.uuid, net),
-      count: Math.min(opts.tasksPerKind, opts.vmsPerCn * n - mcFirst),
-      concurrency: opts.taskConcurrency,
-      timeBudgetMs: taskBudgetMs,
-      startAt: mcFirst,
-    });
-    result.tasks = { nop: taskSummary(nop), machineCreate: taskSummary(mc) };
-    for (const r of [nop, mc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2));
+    // Each kind at the latency concurrency, then again with more in flight (queueing included).
+    let mcNext = warmMc.ok + warmMc.failed;
+    let mcOk = warmMc.ok;
+    let mcFailed = warmMc.failed;
+    const measure = async (concurrency: number): Promise<NonNullable<StepResult['tasks']>> => {
+      say(`tasks: ${opts.tasksPerKind} nop, ${opts.tasksPerKind} machine_create (concurrency ${concurrency})`);
+      const nop = await runTasks({
+        targets,
+        task: 'nop',
+        params: () => ({}),
+        count: opts.tasksPerKind,
+        concurrency,
+        timeBudgetMs: taskBudgetMs,
+      });
+      const mc = await runTasks({
+        targets,
+        task: 'machine_create',
+        params: (i, t) => machineCreateParams(i, t.uuid, net),
+        count: Math.max(0, Math.min(opts.tasksPerKind, opts.vmsPerCn * n - mcNext)),
+        concurrency,
+        timeBudgetMs: taskBudgetMs,
+        startAt: mcNext,
+      });
+      mcNext += mc.ok + mc.failed;
+      mcOk += mc.ok;
+      mcFailed += mc.failed;
+      for (const r of [nop, mc]) if (r.failed > 0) result.errors.push(...r.failures.slice(0, 2));
+      return { concurrency, nop: taskSummary(nop), machineCreate: taskSummary(mc) };
+    };
+    result.tasks = await measure(opts.taskConcurrency);
+    if (opts.loadConcurrency > 0) result.tasksUnderLoad = await measure(opts.loadConcurrency);
 
     // After the latency figures, so the profiler and the snapshot's GC cannot touch them.
     if (ctx.profileThis) {
@@ -240,7 +250,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
 
     // 6. VMs: vmsPerCn on every CN (round-robin continues where machine_create stopped)
     const target = opts.vmsPerCn * n;
-    const firstIndex = mcFirst + mc.ok + mc.failed;
+    const firstIndex = mcNext;
     say(`VMs: creating ${target - firstIndex} more (${opts.vmsPerCn} per CN, concurrency ${opts.vmConcurrency}, budget ${opts.vmBudgetSeconds} s)`);
     const rssBeforeVms = readRssBytes(d.pid);
     const vmRun = await runTasks({
@@ -253,7 +263,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       startAt: firstIndex,
     });
     const rssAfterCreate = readRssBytes(d.pid);
-    const vmsCreated = warmMc.ok + mc.ok + vmRun.ok;
+    const vmsCreated = mcOk + vmRun.ok;
     if (vmRun.failed > 0) result.errors.push(...vmRun.failures.slice(0, 2));
     if (vmRun.timedOut) result.errors.push(`VM creation stopped by its ${opts.vmBudgetSeconds} s budget at ${vmsCreated} of ${target} VMs`);
 
@@ -270,7 +280,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       perCn: opts.vmsPerCn,
       target,
       created: vmsCreated,
-      failed: warmMc.failed + mc.failed + vmRun.failed,
+      failed: mcFailed + vmRun.failed,
       seconds: round(vmRun.seconds, 2),
       perSecond: round(vmRun.ok / vmRun.seconds, 1),
       timedOut: vmRun.timedOut,
@@ -299,7 +309,12 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
 }
 
 function taskSummary(r: TaskRunResult) {
-  return { ...summarize(r.latenciesMs), failed: r.failed, failures: r.failures };
+  return {
+    ...summarize(r.latenciesMs),
+    failed: r.failed,
+    failures: r.failures,
+    perSecond: r.seconds > 0 ? round(r.ok / r.seconds, 1) : NaN,
+  };
 }
 
 function counterDelta(a: SinkStats, b: SinkStats, name: string): number {

@@ -10,7 +10,10 @@ export interface BenchOptions {
   settleSeconds: number;
   /** Tasks of each kind (nop, machine_create) for the latency figures. */
   tasksPerKind: number;
+  /** Tasks in flight for the latency figures (1: each task's own latency under the fleet's load). */
   taskConcurrency: number;
+  /** Tasks in flight for the second, loaded run (0: none). */
+  loadConcurrency: number;
   vmsPerCn: number;
   vmConcurrency: number;
   /** Time bound of the VM creation phase, s. */
@@ -27,6 +30,14 @@ export interface BenchOptions {
   profile: boolean;
   bindIp: string;
   daemonLogLevel: string;
+}
+
+export type TaskLatency = LatencySummary & { failed: number; failures: string[]; perSecond: number };
+
+export interface TaskFigures {
+  concurrency: number;
+  nop: TaskLatency;
+  machineCreate: TaskLatency;
 }
 
 export interface HostInfo {
@@ -93,10 +104,9 @@ export interface StepResult {
     silentCns: number;
     cnapiErrors: number;
   };
-  tasks?: {
-    nop: LatencySummary & { failed: number; failures: string[] };
-    machineCreate: LatencySummary & { failed: number; failures: string[] };
-  };
+  tasks?: TaskFigures;
+  /** The same tasks again with `loadConcurrency` in flight: latency when tasks queue up. */
+  tasksUnderLoad?: TaskFigures;
   vms?: {
     perCn: number;
     target: number;
