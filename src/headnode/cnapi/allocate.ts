@@ -11,7 +11,7 @@
 import { MockcloudError } from '../../common/errors.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import { isUuid } from '../../common/uuid.js';
-import type { Params } from './http-util.js';
+import type { Params } from '../http.js';
 import { ensureParamsValid, invalidParameters } from './validate.js';
 import { EXTRAS_ALL, renderServer, serverCapacity, type ServerRecord, type ServerRegistry } from './servers.js';
 

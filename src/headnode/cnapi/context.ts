@@ -12,7 +12,7 @@ import { isUuid } from '../../common/uuid.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import type { CnAgentDispatcher, TaskOutcome } from './dispatch.js';
 import type { HeartbeatReconciler } from './heartbeats.js';
-import type { Params } from './http-util.js';
+import type { Params } from '../http.js';
 import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
 import type { PendingAllocations } from './allocate.js';

@@ -7,7 +7,7 @@ import { MockcloudError } from '../../common/errors.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import { isUuid } from '../../common/uuid.js';
 import { requireServer, runTaskSync, type CnapiContext } from './context.js';
-import { noContent, ok, params, route, type RestifyServer } from './http-util.js';
+import { noContent, ok, params, route, type RestifyServer } from '../http.js';
 import {
   EXTRAS_ALL,
   fieldsFromStatus,

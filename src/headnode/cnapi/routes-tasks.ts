@@ -17,7 +17,7 @@ import {
   sysinfoOf,
   type CnapiContext,
 } from './context.js';
-import { noContent, ok, params, query, route, type Params, type Req, type RestifyServer } from './http-util.js';
+import { noContent, ok, params, query, route, type Params, type Req, type RestifyServer } from '../http.js';
 import { sendAsync } from './routes-vms.js';
 import type { ServerRecord } from './servers.js';
 import { TASK_WAIT_DEFAULT_S } from './tasks.js';

@@ -17,7 +17,7 @@ import {
   sysinfoOf,
   type CnapiContext,
 } from './context.js';
-import { ok, params, route, type Params, type Req, type RestifyServer } from './http-util.js';
+import { ok, params, route, type Params, type Req, type RestifyServer } from '../http.js';
 import type { ServerRecord } from './servers.js';
 import { ensureParamsValid, type Rules } from './validate.js';
 

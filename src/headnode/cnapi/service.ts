@@ -10,7 +10,7 @@ import { PendingAllocations } from './allocate.js';
 import type { CnapiContext } from './context.js';
 import { CnAgentDispatcher } from './dispatch.js';
 import { HeartbeatReconciler } from './heartbeats.js';
-import { closeServer, createRestifyServer, listen, type RestifyServer } from './http-util.js';
+import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountVmRoutes } from './routes-vms.js';
@@ -105,7 +105,7 @@ export class CnapiService {
     const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;
     this.tasks.restore(tdoc?.tasks);
 
-    const server = createRestifyServer({ name: 'cnapi', log: this.log });
+    const server = createServer({ name: 'cnapi', log: this.log });
     const ctx: CnapiContext = {
       log: this.log,
       http: this.http,

@@ -8,7 +8,7 @@
  * is a 422, because bad input is the caller's fault and mockcloud answers 4xx for it.
  */
 import { MockcloudError, type FieldError } from '../../common/errors.js';
-import type { Params } from './http-util.js';
+import type { Params } from '../http.js';
 
 export type RuleType =
   | 'string'

@@ -13,7 +13,7 @@ import { writeFileDurable } from '../../common/durable-file.js';
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';
-import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../napi/http.js';
+import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import { buildTarball } from './build.js';
 import { matches, seedImages, serializeImage, type ImageManifest, type ListFilter } from './images.js';

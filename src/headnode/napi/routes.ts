@@ -7,7 +7,7 @@ import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { ChangefeedPublisher } from './changefeed.js';
 import type { NapiContext } from './context.js';
-import { params, route, type Req, type Reply, type RestifyServer } from './http.js';
+import { params, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import { serializeNetwork, serializeNicTag, type NicRecord } from './model.js';
 import { createNetwork, deleteNetwork, getIp, getNetwork, listIps, listNetworks, updateNetwork } from './networks.js';
 import { createNicTag, deleteNicTag, getNicTag, listNicTags, updateNicTag } from './nic-tags.js';

@@ -11,7 +11,7 @@ import type { HeadnodeStore, StateDocument } from '../store.js';
 import { DEFAULT_MAC_OUI } from './addr.js';
 import { ChangefeedPublisher, NAPI_CHANGEFEED_RESOURCES } from './changefeed.js';
 import type { NapiContext } from './context.js';
-import { closeServer, createServer, listen, type RestifyServer } from './http.js';
+import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import { mountNapiRoutes } from './routes.js';
 import { DEFAULT_SEED_NETWORKS, seedFreshDc, type SeedNetwork } from './seed.js';
 import { NapiState } from './state.js';

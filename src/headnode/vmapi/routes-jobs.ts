@@ -4,7 +4,7 @@
  * sdc-clients' `createVmAndWait` polls.
  */
 import { MockcloudError } from '../../common/errors.js';
-import { ok, params, query, route, type RestifyServer } from '../cnapi/http-util.js';
+import { ok, params, query, route, type RestifyServer } from '../http.js';
 import { loadVm, type VmapiContext } from './context.js';
 import { renderJob } from './jobs.js';
 

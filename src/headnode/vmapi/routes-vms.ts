@@ -7,7 +7,7 @@
 import { MockcloudError } from '../../common/errors.js';
 import { HttpStatusError } from '../../common/http-client.js';
 import { isUuid } from '../../common/uuid.js';
-import { ok, params, query, route, type Params, type Req, type RestifyServer } from '../cnapi/http-util.js';
+import { ok, params, query, route, type Params, type Req, type RestifyServer } from '../http.js';
 import { jobResponse, loadVm, syncParam, type VmapiContext } from './context.js';
 import {
   checkServerNicTags,

@@ -6,7 +6,7 @@
  */
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { closeServer, createRestifyServer, listen, type RestifyServer } from '../cnapi/http-util.js';
+import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import type { VmapiContext } from './context.js';
 import { JobRunner } from './jobs.js';
@@ -87,7 +87,7 @@ export class VmapiService {
       url: () => this.url,
       saveVms: () => this.vmDoc.save(),
     };
-    const server = createRestifyServer({ name: 'vmapi', log: this.log });
+    const server = createServer({ name: 'vmapi', log: this.log });
     mountVmRoutes(server, ctx);
     mountJobRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);

@@ -1,15 +1,15 @@
 /**
- * The restify plumbing both dev-headnode services here (CNAPI and VMAPI) share: one way to
- * build a server, to merge request parameters the way restify 4's `mapParams` did, to run
- * async handlers, and to turn any thrown error into the Triton-style `{"code","message"}`
- * body. Route modules stay free of callback plumbing.
+ * The restify plumbing every dev-headnode service (CNAPI, VMAPI, NAPI, IMGAPI) shares: one way
+ * to build a server, to merge request parameters the way restify 4's `mapParams` gave them to
+ * Triton's services, to run handlers, and to turn any thrown error into the Triton-style
+ * `{"code","message"}` body. Route modules stay free of callback plumbing.
  */
 import { createRequire } from 'node:module';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
-import type { Logger } from '../../common/log.js';
-import { MockcloudError, toMockcloudError } from '../../common/errors.js';
+import type { Logger } from '../common/log.js';
+import { MockcloudError, toMockcloudError } from '../common/errors.js';
 
 const require = createRequire(import.meta.url);
 const restify = require('restify') as typeof restifyTypes;
@@ -18,7 +18,7 @@ export type RestifyServer = restifyTypes.Server;
 export type Req = restifyTypes.Request;
 export type Res = restifyTypes.Response;
 
-/** Request parameters as Triton services see them: body, then query, then path (path wins). */
+/** Request parameters as Triton services see them (see `params`). */
 export type Params = Record<string, unknown>;
 
 /** What a handler returns: a status with an optional JSON body, or nothing (already sent). */
@@ -28,45 +28,48 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-export type AsyncHandler = (req: Req, res: Res) => Promise<Reply | void>;
+export type Handler = (req: Req, res: Res) => Promise<Reply | void> | Reply | void;
 
 export interface CreateServerOptions {
   name: string;
   log: Logger;
-  /** Largest accepted request body; restify answers 413 above it. */
+  /** Largest accepted request body; restify answers 413 above it. 16 MiB by default. */
   maxBodyBytes?: number;
+  /** The API version restify advertises, where the real service sets one. */
+  version?: string;
 }
 
 /**
- * A restify server with query and JSON body parsing but *without* restify's own
- * mapParams: `params()` below does the merging so precedence is explicit.
+ * A restify server with query and JSON body parsing but *without* restify's own mapParams:
+ * `params()` below does the merging so precedence is explicit.
  */
-export function createRestifyServer(opts: CreateServerOptions): RestifyServer {
+export function createServer(opts: CreateServerOptions): RestifyServer {
   const server = restify.createServer({
     name: opts.name,
     log: opts.log,
     handleUncaughtExceptions: false,
+    ...(opts.version ? { version: opts.version } : {}),
   } as restifyTypes.ServerOptions);
   server.use(restify.plugins.queryParser({ mapParams: false }));
-  server.use(
-    restify.plugins.bodyParser({
-      mapParams: false,
-      maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024,
-    }),
-  );
+  server.use(restify.plugins.bodyParser({ mapParams: false, maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024 }));
   // Task waits and provisions hold requests open for a long time, as CNAPI's one-hour
   // connection timeout allows; Node's default 5-minute request timeout would cut them.
   server.server.requestTimeout = 0;
   server.server.headersTimeout = 60_000;
+  // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
+  // race their reuse.
+  server.server.keepAliveTimeout = 65_000;
   return server;
 }
 
 export function listen(server: RestifyServer, host: string, port: number): Promise<string> {
   return new Promise((resolve, reject) => {
+    // On the restify server, not its http server: restify re-emits the http server's
+    // 'error' first and would throw it as unhandled before a listener there ran.
     const onError = (err: Error): void => reject(err);
-    server.server.once('error', onError);
+    server.once('error', onError);
     server.listen(port, host, () => {
-      server.server.off('error', onError);
+      server.off('error', onError);
       const addr = server.server.address() as AddressInfo;
       const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
       resolve(`http://${h}:${addr.port}`);
@@ -88,17 +91,18 @@ export function closeServer(server: RestifyServer): Promise<void> {
 }
 
 /**
- * Path, query and JSON body merged into one object, as restify 4's `mapParams` did for
- * CNAPI and VMAPI: path parameters win over query, query over body. A non-object body
- * (an array, a string) contributes nothing.
+ * Path, query and JSON body merged into one object, as restify 4's `mapParams` did: path
+ * parameters win over query, query over body. A non-object body (an array, a string)
+ * contributes nothing.
  */
 export function params(req: Req): Params {
   const out: Params = {};
-  const body = (req as unknown as { body?: unknown }).body;
-  if (body && typeof body === 'object' && !Array.isArray(body)) Object.assign(out, body);
-  const query = (req as unknown as { query?: unknown }).query;
-  if (query && typeof query === 'object') Object.assign(out, query);
-  Object.assign(out, req.params ?? {});
+  const b = body(req);
+  if (b && typeof b === 'object' && !Array.isArray(b)) Object.assign(out, b);
+  Object.assign(out, query(req));
+  for (const [k, v] of Object.entries(req.params ?? {})) {
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }
 
@@ -118,23 +122,25 @@ export function sendError(res: Res, err: unknown, log: Logger): void {
   if (!res.headersSent) res.send(e.statusCode, e.toBody());
 }
 
-/** Adapt an async handler to restify: replies are sent here, thrown errors become bodies. */
-export function route(log: Logger, fn: AsyncHandler): restifyTypes.RequestHandler {
+/** A handler as restify middleware: replies are sent here, thrown errors become bodies. */
+export function route(log: Logger, fn: Handler): restifyTypes.RequestHandler {
   return (req, res, next) => {
-    fn(req, res).then(
-      (reply) => {
-        if (reply && !res.headersSent) {
-          if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.header(k, v);
-          if (reply.body === undefined) res.send(reply.status);
-          else res.send(reply.status, reply.body);
-        }
-        next();
-      },
-      (err: unknown) => {
-        sendError(res, err, log);
-        next();
-      },
-    );
+    Promise.resolve()
+      .then(() => fn(req, res))
+      .then(
+        (reply) => {
+          if (reply && !res.headersSent) {
+            if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.header(k, v);
+            if (reply.body === undefined) res.send(reply.status);
+            else res.send(reply.status, reply.body);
+          }
+          next();
+        },
+        (err: unknown) => {
+          sendError(res, err, log);
+          next();
+        },
+      );
   };
 }
 
@@ -150,4 +156,9 @@ export function noContent(): Reply {
 /** Any error thrown inside: a coded one is kept, anything else becomes InternalError. */
 export function internal(message: string, cause?: unknown): MockcloudError {
   return new MockcloudError('InternalError', message, { cause });
+}
+
+/** A 404 for a path no route serves, shaped like restify's. */
+export function routeNotFound(path: string): MockcloudError {
+  return new MockcloudError('ResourceNotFound', `${path} does not exist`);
 }
