@@ -64,12 +64,16 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   });
   // Loaded here, not at the top: other commands need none of the daemon's modules.
   const { Daemon } = await import('../daemon/daemon.js');
+  const { disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
+  disablePretenuring();
   const daemon = new Daemon({ config, ...(argv.headnode === false ? {} : { embeddedHeadnode: {} }) });
+  const reclaimer = new HeapReclaimer({ log: daemon.log.child({ component: 'heap' }) });
 
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     daemon.log.info({ signal }, 'stopping on signal');
+    reclaimer.stop();
     stopping = daemon.stop().then(
       () => {
         process.exitCode = 0;
@@ -84,6 +88,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   process.on('SIGINT', onSignal);
 
   await daemon.start();
+  if (!stopping) reclaimer.start();
   const c = daemon.controlAddress;
   const urls = daemon.config.urls;
   const where = daemon.headnode ? ' (embedded dev headnode)' : '';

@@ -24,7 +24,7 @@ interface DaemonStatus {
   errors: Record<string, number>;
   cnapi?: { standalone: boolean; failingServers?: Record<string, number> };
   cnAgent?: { tasks?: Record<string, number>; faults?: number };
-  memory?: { rssBytes: number };
+  memory?: { rssBytes: number; heapUsedBytes?: number; heapTotalBytes?: number };
 }
 
 function builder(y: Argv): Argv<StatusArgs> {
@@ -53,9 +53,17 @@ async function handler(argv: StatusArgs): Promise<void> {
     `CNAPI:             ${s.urls?.cnapi ?? 'none'}${s.cnapi?.standalone ? ' (standalone)' : ''}`,
     `CNs failing CNAPI: ${failing.length ? failing.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
     `errors:            ${errors.length ? errors.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
-    ...(s.memory ? [`memory (RSS):      ${Math.round(s.memory.rssBytes / 1048576)} MiB`] : []),
+    ...(s.memory ? [`memory:            ${memoryLine(s.memory)}`] : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function memoryLine(m: NonNullable<DaemonStatus['memory']>): string {
+  const mib = (n: number): number => Math.round(n / 1048576);
+  const heap = m.heapUsedBytes !== undefined && m.heapTotalBytes !== undefined
+    ? `, JS heap ${mib(m.heapUsedBytes)} MiB used of ${mib(m.heapTotalBytes)} MiB`
+    : '';
+  return `RSS ${mib(m.rssBytes)} MiB${heap}`;
 }
 
 export const statusCommand: CommandModule<object, StatusArgs> = {

@@ -42,6 +42,8 @@ export interface DaemonOptions {
   /** Parallel server creations (POST /servers). */
   createConcurrency?: number;
   loadConcurrency?: number;
+  /** A stand-in for tests: the MAC draw of server creation (e.g. to force clashes). */
+  randomMac?: () => string;
   /**
    * Run the embedded dev headnode (src/headnode) in this process when no Triton address is
    * configured (no CNAPI, VMAPI, NAPI or IMGAPI URL), and point every CN at it. Off unless
@@ -197,6 +199,7 @@ export class Daemon {
         concurrency: this.opts.createConcurrency ?? 16,
         countError: (kind) => this.countError(kind),
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
+        ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
       });
 
       this.rates = new RateWindow(() => ({
@@ -463,7 +466,13 @@ export class Daemon {
       agents,
       scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors },
       http: { ...this.http.stats },
-      memory: { rssBytes: mem.rss, heapUsedBytes: mem.heapUsed },
+      memory: {
+        rssBytes: mem.rss,
+        heapUsedBytes: mem.heapUsed,
+        heapTotalBytes: mem.heapTotal,
+        externalBytes: mem.external,
+        arrayBuffersBytes: mem.arrayBuffers,
+      },
     };
   }
 }

@@ -7,10 +7,22 @@ import type { Logger } from '../common/log.js';
 
 /** About 2-5 ms of heartbeats/status reports. */
 const JOBS_PER_TICK = 32;
+/**
+ * A Node timer may fire up to a millisecond before the monotonic clock shows its delay elapsed
+ * (libuv keeps whole milliseconds). A job due that close runs now: otherwise every such timer
+ * would re-arm itself for the remainder, tens of thousands of times a second at 10,000 CNs.
+ */
+const EARLY_MS = 1;
+
+/** The scheduler's clock: monotonic ms, like Node's timers (wall-clock steps move nothing). */
+export function schedulerNow(): number {
+  return performance.now();
+}
 
 export type ScheduledFn = () => void | Promise<void>;
 
 export interface ScheduledJob {
+  /** On the scheduler's clock (`schedulerNow()`), not the wall clock. */
   readonly due: number;
   readonly cancelled: boolean;
 }
@@ -25,6 +37,8 @@ interface Entry extends ScheduledJob {
 export class Scheduler {
   private readonly heap: Entry[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** The next slice of a burst of due jobs, when one is queued. */
+  private slicePending: NodeJS.Immediate | undefined;
   private timerDue = Infinity;
   private seq = 0;
   private running = false;
@@ -44,7 +58,9 @@ export class Scheduler {
   stop(): void {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
+    if (this.slicePending) clearImmediate(this.slicePending);
     this.timer = undefined;
+    this.slicePending = undefined;
     this.timerDue = Infinity;
     this.heap.length = 0;
   }
@@ -55,9 +71,9 @@ export class Scheduler {
 
   /** Run `fn` once, `delayMs` from now. Cancel with `cancel()`. */
   schedule(delayMs: number, fn: ScheduledFn): ScheduledJob {
-    const entry: Entry = { due: Date.now() + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
+    const entry: Entry = { due: schedulerNow() + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
     this.push(entry);
-    if (this.running && entry.due < this.timerDue) this.arm();
+    if (this.running && entry.due < this.timerDue && !this.slicePending) this.arm();
     return entry;
   }
 
@@ -74,17 +90,21 @@ export class Scheduler {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerDue = Infinity;
-    if (!this.running || this.heap.length === 0) return;
+    // A slice is pending: it re-arms when it has run.
+    if (!this.running || this.heap.length === 0 || this.slicePending) return;
     const due = this.heap[0]!.due;
     this.timerDue = due;
-    this.timer = setTimeout(() => this.runDue(), Math.max(0, due - Date.now()));
+    this.timer = setTimeout(() => this.runDue(), Math.max(0, Math.ceil(due - schedulerNow())));
     this.timer.unref?.();
   }
 
   private runDue(): void {
+    // Whatever woke us (the timer or a slice), no other wake-up may stay armed: a forgotten timer
+    // would start a second chain of wake-ups, and each further one another.
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerDue = Infinity;
-    const now = Date.now();
+    const now = schedulerNow() + EARLY_MS;
     // Bounded per tick so a burst (thousands of heartbeats due after a pause) is sent in small
     // slices with I/O in between: a task request arriving meanwhile waits one slice, not all.
     let budget = JOBS_PER_TICK;
@@ -95,7 +115,14 @@ export class Scheduler {
       this.invoke(entry.fn);
     }
     if (this.running && this.heap.length > 0 && this.heap[0]!.due <= now) {
-      setImmediate(() => this.runDue());
+      // A job above may have armed the timer: the slice replaces it.
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      this.timerDue = Infinity;
+      this.slicePending ??= setImmediate(() => {
+        this.slicePending = undefined;
+        this.runDue();
+      });
       return;
     }
     this.arm();

@@ -65,6 +65,8 @@ export interface ServerFactoryOptions {
   countError: (kind: string) => void;
   /** After a CN's dir is gone (e.g. forget its loopback agent IP). */
   onRemoved?: (uuid: string) => Promise<void> | void;
+  /** The MAC draw; `randomMockMac` by default (tests force clashes with it). */
+  randomMac?: () => string;
 }
 
 const MAC_ATTEMPTS = 5;
@@ -74,6 +76,7 @@ export class ServerFactory {
   private readonly napi: string | undefined;
   private readonly cnapi: string | undefined;
   private readonly vmapi: string | undefined;
+  private takenMacs: Set<string> | undefined;
 
   constructor(opts: ServerFactoryOptions) {
     this.o = opts;
@@ -129,7 +132,7 @@ export class ServerFactory {
     const profile = getProfile(req.profile);
     const uuid = newUuid();
     const adminMac = await this.freeMac();
-    const extraMac = await this.freeMac(adminMac);
+    const extraMac = await this.freeMac();
     await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
     let allocated = false;
     try {
@@ -269,11 +272,17 @@ export class ServerFactory {
     }
   }
 
-  /** A random mock MAC that NAPI does not know yet (the original gave up on a clash). */
-  private async freeMac(avoid?: string): Promise<string> {
+  /**
+   * A random mock MAC that no mock CN of this daemon uses or is being given, and that NAPI does
+   * not know yet (the original gave up on a clash). The local check matters: only the admin MAC
+   * is registered in NAPI, and 10,000 CNs drawing from 2^24 MACs would otherwise share some.
+   */
+  private async freeMac(): Promise<string> {
+    const taken = this.macsTaken();
     for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const mac = randomMockMac();
-      if (mac === avoid) continue;
+      const mac = (this.o.randomMac ?? randomMockMac)();
+      if (taken.has(mac)) continue;
+      taken.add(mac);
       if (!this.napi) return mac;
       const res = await this.napiCall('GET', `/nics/${mac.replace(/:/g, '')}`);
       if (res.statusCode === 404) return mac;
@@ -281,6 +290,20 @@ export class ServerFactory {
       throw napiError(`GET /nics/${mac.replace(/:/g, '')}`, res);
     }
     throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
+  }
+
+  /** Built once from the fleet, then kept by `freeMac` (a deleted CN's MACs stay taken: harmless). */
+  private macsTaken(): Set<string> {
+    if (!this.takenMacs) {
+      this.takenMacs = new Set();
+      for (const cn of this.o.fleet.list()) {
+        for (const nic of Object.values(cn.sysinfo['Network Interfaces'] ?? {})) {
+          const mac = (nic as { 'MAC Address'?: unknown })['MAC Address'];
+          if (typeof mac === 'string') this.takenMacs.add(mac.toLowerCase());
+        }
+      }
+    }
+    return this.takenMacs;
   }
 
   private async allocateAdminNic(mac: string): Promise<string> {

@@ -296,4 +296,38 @@ describe('daemon without CNAPI or NAPI (standalone)', () => {
       await fsp.rm(dataDir, { recursive: true, force: true });
     }
   });
+
+  it('never gives a new CN a MAC that a CN of the daemon already has, NAPI or not', async () => {
+    const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-macs-'));
+    const forced: string[] = [];
+    try {
+      const config = await resolveConfig({ flags: { dataDir }, env: {}, mdata: noMdata });
+      const daemon = new Daemon({
+        config,
+        log: createQuietLogger(),
+        cnAgent: () => new FakeCnAgent(),
+        vmadm: () => new FakeVmadm(),
+        plugins: [],
+        randomMac: () => forced.shift() ?? randomMockMac(),
+      });
+      await daemon.start();
+      const create = async (): Promise<string[]> => {
+        const res = await fetch(`${daemon.controlAddress.url}/servers`, { method: 'POST', body: JSON.stringify({ count: 1 }) });
+        const body = (await res.json()) as { created: { uuid: string }[]; errors: unknown[] };
+        expect(body.errors).toEqual([]);
+        const nics = daemon.fleet.get(body.created[0]!.uuid)!.sysinfo['Network Interfaces'] as Record<string, { 'MAC Address': string }>;
+        return Object.values(nics).map((n) => n['MAC Address']);
+      };
+      const first = await create();
+      expect(first.length).toBe(2);
+      // The draw comes up with the first CN's MACs (and one twice) before fresh ones.
+      forced.push(first[0]!, first[1]!, first[0]!);
+      const second = await create();
+      expect(forced).toEqual([]);
+      expect(new Set([...first, ...second]).size).toBe(4);
+      await daemon.stop();
+    } finally {
+      await fsp.rm(dataDir, { recursive: true, force: true });
+    }
+  });
 });

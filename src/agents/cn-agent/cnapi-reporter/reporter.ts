@@ -17,7 +17,7 @@
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
-import type { Scheduler, ScheduledJob } from '../../../daemon/scheduler.js';
+import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../daemon/scheduler.js';
 import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
 import type { AgentRecord, MockCn } from '../../../mockcn/types.js';
 import { buildStatusSample } from './status-sample.js';
@@ -272,7 +272,7 @@ export class CnapiReporter implements MockCnHooks {
   /** Make sure a status report is due no later than `delayMs` from now (one job per CN). */
   private scheduleStatus(link: CnLink, delayMs: number): void {
     if (link.detached || !this.running) return;
-    const due = Date.now() + Math.max(0, delayMs);
+    const due = schedulerNow() + Math.max(0, delayMs);
     const job = link.statusJob;
     if (job && !job.cancelled && job.due <= due) return;
     this.scheduler.cancel(job);

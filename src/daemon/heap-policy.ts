@@ -1,0 +1,115 @@
+/**
+ * The daemon process's V8 heap policy. It belongs to the `mockcloud daemon` process, not to a
+ * Daemon object (tests run many daemons in one process and keep V8's defaults).
+ *
+ * Two measured problems at 10,000 CNs (see tools/bench/analysis.md):
+ *
+ * - Allocation-site pretenuring. While thousands of CNs start, HTTP request objects wait in the
+ *   shared agent's queue long enough for V8 to decide their allocation sites make long-lived
+ *   objects, and from then on every heartbeat's request is allocated in old space: about 10 MB/s
+ *   of garbage that only a full collection frees, so RSS swung by hundreds of MB.
+ * - A quiet heap is never compacted. A start or a bulk creation leaves hundreds of MB of garbage
+ *   in old space; once steady heartbeats no longer grow old space, V8 sees no reason for a full
+ *   collection and the process keeps that memory for good. So when old space has grown well past
+ *   what the last full collection left and has stopped growing, we ask for one (a pause of a
+ *   few hundred ms at 10,000 CNs, logged; heartbeats are seconds apart).
+ */
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { Logger } from '../common/log.js';
+
+const MB = 1024 * 1024;
+/** Below this, garbage left in old space costs too little to pay for a pause. */
+export const RECLAIM_FLOOR_BYTES = 64 * MB;
+/** Old space at least this many times what the last full collection left. */
+export const RECLAIM_GROWTH = 1.5;
+/** "Stopped growing": less than this fraction more than one sample ago. */
+export const QUIET_GROWTH = 0.05;
+const SAMPLE_MS = 15_000;
+
+export interface ReclaimState {
+  /** Old space left by the last collection we asked for (0: none yet). */
+  afterLastCollection: number;
+  /** Old space at the previous sample. */
+  previous: number | undefined;
+}
+
+/** Whether to ask for a full collection now, given old space in use. */
+export function shouldReclaim(state: ReclaimState, oldSpaceUsed: number): boolean {
+  if (state.previous === undefined) return false;
+  const grown = oldSpaceUsed >= Math.max(RECLAIM_FLOOR_BYTES, state.afterLastCollection * RECLAIM_GROWTH);
+  const quiet = oldSpaceUsed <= state.previous * (1 + QUIET_GROWTH);
+  return grown && quiet;
+}
+
+export function oldSpaceUsedBytes(): number {
+  let used = 0;
+  for (const space of v8.getHeapSpaceStatistics()) {
+    if (space.space_name === 'old_space' || space.space_name === 'large_object_space') used += space.space_used_size;
+  }
+  return used;
+}
+
+/** Turn pretenuring off. Call before the daemon starts its CNs. */
+export function disablePretenuring(): void {
+  v8.setFlagsFromString('--no-allocation-site-pretenuring');
+}
+
+/** Node's full-collection function, without the process having been started with --expose-gc. */
+function fullCollection(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+export interface HeapReclaimerOptions {
+  log: Logger;
+  /** Injected in tests; defaults to V8's. */
+  collect?: () => void;
+  oldSpaceUsed?: () => number;
+  sampleMs?: number;
+}
+
+/** Samples old space every 15 s (one process-wide timer) and collects by `shouldReclaim`. */
+export class HeapReclaimer {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly state: ReclaimState = { afterLastCollection: 0, previous: undefined };
+  private readonly collect: () => void;
+  private readonly oldSpaceUsed: () => number;
+  /** Full collections asked for so far. */
+  collections = 0;
+
+  constructor(private readonly opts: HeapReclaimerOptions) {
+    this.collect = opts.collect ?? fullCollection();
+    this.oldSpaceUsed = opts.oldSpaceUsed ?? oldSpaceUsedBytes;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.sample(), this.opts.sampleMs ?? SAMPLE_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One sample (public for tests). */
+  sample(): void {
+    const used = this.oldSpaceUsed();
+    if (!shouldReclaim(this.state, used)) {
+      this.state.previous = used;
+      return;
+    }
+    const started = performance.now();
+    this.collect();
+    const after = this.oldSpaceUsed();
+    this.collections++;
+    this.state.afterLastCollection = after;
+    this.state.previous = after;
+    this.opts.log.info(
+      { oldSpaceBeforeMB: Math.round(used / MB), oldSpaceAfterMB: Math.round(after / MB), pauseMs: Math.round(performance.now() - started) },
+      'full heap collection: old space had grown and gone quiet',
+    );
+  }
+}

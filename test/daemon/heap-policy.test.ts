@@ -1,0 +1,59 @@
+/**
+ * The daemon process's heap policy: a full collection when old space has grown well past what
+ * the last one left and has stopped growing (after a start or a bulk creation), never while it
+ * is still growing and never for a small heap.
+ */
+import { describe, expect, it } from 'vitest';
+import { createQuietLogger } from '../../src/common/log.js';
+import { HeapReclaimer, oldSpaceUsedBytes, RECLAIM_FLOOR_BYTES, shouldReclaim } from '../../src/daemon/heap-policy.js';
+
+const MB = 1024 * 1024;
+
+describe('heap policy', () => {
+  it('collects once old space is large and quiet, not while it grows, not when small', () => {
+    const fresh = { afterLastCollection: 0, previous: undefined };
+    expect(shouldReclaim(fresh, 500 * MB)).toBe(false); // no earlier sample: growth unknown
+    expect(shouldReclaim({ afterLastCollection: 0, previous: 300 * MB }, 500 * MB)).toBe(false); // still growing
+    expect(shouldReclaim({ afterLastCollection: 0, previous: 500 * MB }, 510 * MB)).toBe(true); // grown, quiet
+    expect(shouldReclaim({ afterLastCollection: 0, previous: 40 * MB }, 40 * MB)).toBe(RECLAIM_FLOOR_BYTES <= 40 * MB);
+    expect(shouldReclaim({ afterLastCollection: 400 * MB, previous: 500 * MB }, 500 * MB)).toBe(false); // < 1.5x live
+    expect(shouldReclaim({ afterLastCollection: 200 * MB, previous: 500 * MB }, 500 * MB)).toBe(true);
+  });
+
+  it('samples, collects when due, and judges the next growth from what the collection left', () => {
+    const heap = [100 * MB, 500 * MB, 505 * MB, 150 * MB, 160 * MB, 170 * MB, 200 * MB, 240 * MB, 240 * MB];
+    let i = 0;
+    let collected = 0;
+    const reclaimer = new HeapReclaimer({
+      log: createQuietLogger(),
+      oldSpaceUsed: () => heap[Math.min(i++, heap.length - 1)]!,
+      collect: () => void collected++,
+    });
+    reclaimer.sample(); // 100: first sample
+    reclaimer.sample(); // 500: growing
+    reclaimer.sample(); // 505: quiet and large: collects, then reads 150
+    expect(collected).toBe(1);
+    reclaimer.sample(); // 160
+    reclaimer.sample(); // 170
+    reclaimer.sample(); // 200: < 1.5 x 150
+    expect(collected).toBe(1);
+    reclaimer.sample(); // 240: grown 1.5x but still growing (200 -> 240)
+    expect(collected).toBe(1);
+    reclaimer.sample(); // 240: quiet
+    expect(collected).toBe(2);
+    expect(reclaimer.collections).toBe(2);
+  });
+
+  it('really collects without --expose-gc on the command line', async () => {
+    let ref: WeakRef<object> | undefined = new WeakRef({ payload: 'x'.repeat(1024) });
+    // WeakRef targets stay alive until the current job ends.
+    await new Promise((r) => setImmediate(r));
+    const reclaimer = new HeapReclaimer({ log: createQuietLogger(), oldSpaceUsed: () => 1024 * MB });
+    reclaimer.sample();
+    reclaimer.sample(); // large and quiet: V8's full collection
+    expect(reclaimer.collections).toBe(1);
+    expect(ref.deref()).toBeUndefined();
+    ref = undefined;
+    expect(oldSpaceUsedBytes()).toBeGreaterThan(0);
+  });
+});
