@@ -87,6 +87,7 @@ describe('npm run bench -- --quick (CI size)', () => {
       'nop throughput, loaded': s.tasksUnderLoad?.nop.perSecond,
       'VM creation throughput': s.vms?.perSecond,
       'memory per VM': s.vms?.bytesPerVm,
+      'RSS with the VMs, idle': s.vms?.rssAfterRestartBytes,
       'create-servers throughput': s.createServers?.perSecond,
     };
     const missing = Object.entries(figures).filter(([, v]) => !finite(v)).map(([k]) => k);

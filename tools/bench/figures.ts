@@ -37,6 +37,9 @@ export const FIGURES: readonly Figure[] = [
   { key: 'vmRate', label: 'VM creation', unit: 'VMs/s', get: (s) => s.vms?.perSecond, digits: 1 },
   { key: 'vms', label: 'VMs created', unit: '', get: (s) => s.vms?.created, digits: 0 },
   { key: 'perVm', label: 'memory per VM', unit: 'KB', get: (s) => div(s.vms?.bytesPerVm, KB), digits: 2 },
+  { key: 'rssVms', label: 'daemon RSS with the VMs, idle', unit: 'MB', get: (s) => div(s.vms?.rssAfterRestartBytes, MB), digits: 1 },
+  { key: 'heapVms', label: 'JS heap used with the VMs, idle', unit: 'MB', get: (s) => div(s.vms?.heapUsedAfterRestartBytes, MB), digits: 1 },
+  { key: 'cpuVms', label: 'daemon CPU with the VMs, idle', unit: '% of a core', get: (s) => s.vms?.cpuPercentWithVms, digits: 1 },
   { key: 'createRate', label: 'create-servers', unit: 'CNs/s', get: (s) => s.createServers?.perSecond, digits: 1 },
   { key: 'nics', label: 'admin NICs allocated', unit: '', get: (s) => s.createServers?.nicAllocations, digits: 0 },
 ];

@@ -150,7 +150,8 @@ export function renderMarkdown(inp: MarkdownInputs): string {
       'The **loaded** figures run the same tasks again with several in flight from one client: their p99 includes the time ' +
       'tasks wait for each other on the daemon\'s one thread, and the throughput says how many it completes per second.',
     '- **VM creation** is `machine_create` throughput filling every CN up to the VMs-per-CN count (bounded in time); ' +
-      '**memory per VM** is (RSS after a restart with those VMs − RSS with N idle CNs and no VMs) / VMs.',
+      '**memory per VM** is (RSS after a restart with those VMs − RSS with N idle CNs and no VMs) / VMs, the first taken ' +
+      'after the same settling time and idle window as the second.',
     '- **create-servers** is `mockcloud create-servers N` timed from spawn to exit, including an admin NIC allocated from the ' +
       'sink\'s NAPI for each CN.',
     '',

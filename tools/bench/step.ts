@@ -273,8 +273,16 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     say(`restart with ${vmsCreated} VMs: waiting for every CN to heartbeat`);
     ({ daemon: d } = await startDaemon());
     const allWithVms = await waitAllHeartbeated(sink, n, limits.allHeartbeatedMs + vmsCreated * 2);
+    // Measured as the fleet without VMs was (settling, then the idle window), so both RSS
+    // figures are of a daemon at rest and not one still holding its start's garbage.
+    say(`idle with VMs: settling ${opts.settleSeconds} s, measuring ${opts.windowSeconds} s`);
     await sleep(opts.settleSeconds * 1000);
+    const cpuVm0 = sampleCpu(d.pid);
+    await sleep(opts.windowSeconds * 1000);
+    const cpuWithVms = round(cpuPercent(cpuVm0, sampleCpu(d.pid)), 2);
     const rssWithVms = readRssBytes(d.pid);
+    const heapWithVms = (await d.control<{ memory?: { heapUsedBytes?: number } }>('GET', '/status').catch(() => undefined))?.body?.memory
+      ?.heapUsedBytes;
     const vmapi = await sink.stats();
     result.vms = {
       perCn: opts.vmsPerCn,
@@ -287,6 +295,8 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       rssBeforeBytes: rssBeforeVms,
       rssAfterCreateBytes: rssAfterCreate,
       rssAfterRestartBytes: rssWithVms,
+      ...(typeof heapWithVms === 'number' ? { heapUsedAfterRestartBytes: heapWithVms } : {}),
+      cpuPercentWithVms: cpuWithVms,
       bytesPerVm: vmsCreated > 0 ? Math.round((rssWithVms - idle.rssBytes) / vmsCreated) : NaN,
       secondsToAllHeartbeatedWithVms:
         allWithVms.cns.heartbeating >= n ? round((allWithVms.cns.lastFirstHeartbeatAt - d.spawnedAt) / 1000, 2) : NaN,

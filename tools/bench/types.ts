@@ -119,6 +119,10 @@ export interface StepResult {
     rssAfterCreateBytes: number;
     /** RSS of the daemon restarted over the same data dir (VMs loaded from disk), idle. */
     rssAfterRestartBytes: number;
+    /** JS heap in use at the same moment (the daemon's /status). */
+    heapUsedAfterRestartBytes?: number;
+    /** Daemon CPU over the idle window with the VMs loaded, % of one core. */
+    cpuPercentWithVms?: number;
     bytesPerVm: number;
     secondsToAllHeartbeatedWithVms: number;
     vmapiVmsStored: number;
