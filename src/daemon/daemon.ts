@@ -465,7 +465,7 @@ export class Daemon {
       cnAgent: this.cnAgent?.stats?.(),
       agents,
       scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors },
-      http: { ...this.http.stats },
+      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued },
       memory: {
         rssBytes: mem.rss,
         heapUsedBytes: mem.heapUsed,

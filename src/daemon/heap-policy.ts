@@ -55,10 +55,27 @@ export function disablePretenuring(): void {
   v8.setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
-/** Node's full-collection function, without the process having been started with --expose-gc. */
+/** Full collections in a row, at most, while each still shrinks the committed heap. */
+const MAX_ROUNDS = 3;
+const SHRINK_WORTH_ANOTHER_ROUND = 0.9;
+
+/**
+ * Node's full collection (without --expose-gc on the command line), repeated while it pays: one
+ * collection compacts only the most fragmented pages: after a start with 50,000 VMs one left
+ * 675 MB committed for 246 MB live, three in a row 470 MB (each a pause of about 250 ms there).
+ */
 function fullCollection(): () => void {
   v8.setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
+  const gc = runInNewContext('gc') as () => void;
+  return () => {
+    let committed = v8.getHeapStatistics().total_heap_size;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      gc();
+      const now = v8.getHeapStatistics().total_heap_size;
+      if (now > committed * SHRINK_WORTH_ANOTHER_ROUND) break;
+      committed = now;
+    }
+  };
 }
 
 export interface HeapReclaimerOptions {
@@ -102,13 +119,19 @@ export class HeapReclaimer {
       return;
     }
     const started = performance.now();
+    // Synchronous: the daemon stops for the whole collection (heartbeats are seconds apart).
     this.collect();
     const after = this.oldSpaceUsed();
     this.collections++;
     this.state.afterLastCollection = after;
     this.state.previous = after;
     this.opts.log.info(
-      { oldSpaceBeforeMB: Math.round(used / MB), oldSpaceAfterMB: Math.round(after / MB), pauseMs: Math.round(performance.now() - started) },
+      {
+        oldSpaceBeforeMB: Math.round(used / MB),
+        oldSpaceAfterMB: Math.round(after / MB),
+        heapCommittedMB: Math.round(v8.getHeapStatistics().total_heap_size / MB),
+        pauseMs: Math.round(performance.now() - started),
+      },
       'full heap collection: old space had grown and gone quiet',
     );
   }

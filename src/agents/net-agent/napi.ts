@@ -51,7 +51,13 @@ export class NapiCalls {
   async deleteNic(mac: string, etag: string, userAgent: string): Promise<DeleteOutcome> {
     this.counts.delete++;
     const url = `${this.baseUrl}/nics/${macPath(mac)}`;
-    const res = await this.http.request({ method: 'DELETE', url, headers: { 'user-agent': userAgent, 'if-match': etag }, timeoutMs: this.timeoutMs });
+    const res = await this.http.request({
+      method: 'DELETE',
+      url,
+      headers: { 'user-agent': userAgent, 'if-match': etag },
+      timeoutMs: this.timeoutMs,
+      background: true,
+    });
     if (res.statusCode === 404) return 'gone';
     if (res.statusCode === 412) return 'etag-mismatch';
     if (res.statusCode < 200 || res.statusCode >= 300) throw new HttpStatusError(res.statusCode, res.body, { method: 'DELETE', url });
@@ -70,7 +76,7 @@ export class NapiCalls {
   }
 
   private send(req: HttpRequest, userAgent: string): Promise<HttpResponse<unknown>> {
-    return this.http.request({ ...req, headers: { 'user-agent': userAgent }, timeoutMs: this.timeoutMs });
+    return this.http.request({ ...req, headers: { 'user-agent': userAgent }, timeoutMs: this.timeoutMs, background: true });
   }
 
   private nicAnswer(res: HttpResponse<unknown>, method: string, path: string): NicAnswer {

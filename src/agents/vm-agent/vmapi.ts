@@ -46,7 +46,7 @@ export class VmapiCalls {
   }
 
   private async call<T>(req: HttpRequest, userAgent: string): Promise<T> {
-    const res = await this.http.request<T>({ ...req, headers: { 'user-agent': userAgent }, timeoutMs: this.timeoutMs });
+    const res = await this.http.request<T>({ ...req, headers: { 'user-agent': userAgent }, timeoutMs: this.timeoutMs, background: true });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       throw new HttpStatusError(res.statusCode, res.body, { method: req.method, url: req.url });
     }
