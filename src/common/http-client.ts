@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { MockcloudError } from './errors.js';
+import { Gate } from './gate.js';
 
 export interface HttpResponse<T = unknown> {
   statusCode: number;
@@ -53,82 +54,35 @@ export interface HttpClientOptions {
   backgroundInFlight?: number;
 }
 
-/** Waiters in arrival order; tens of thousands at a start with 100,000 VMs. */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  get size(): number {
-    return this.items.length - this.head;
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-}
-
 export class JsonHttpClient {
   readonly agent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   /** Counters for `mockcloud status`. */
   stats = { requests: 0, errors: 0 };
-  private readonly backgroundLimit: number;
-  private backgroundInFlight = 0;
   /**
-   * Background requests not sent yet. They wait here as a closure, not as a request in the
-   * agent's queue: a start with 100,000 VMs queued some 50,000 requests there (a GB of heap, and
-   * every heartbeat behind them waited 12 s).
+   * Turns of background requests. They wait here as a closure, not as a request in the agent's
+   * queue: a start with 100,000 VMs queued some 50,000 requests there (a GB of heap, and every
+   * heartbeat behind them waited 12 s).
    */
-  private readonly backgroundWaiting = new Fifo<() => void>();
+  private readonly background: Gate;
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
-    this.backgroundLimit = Math.max(1, opts.backgroundInFlight ?? 32);
+    this.background = new Gate(Math.max(1, opts.backgroundInFlight ?? 32));
   }
 
   /** Background requests waiting for their turn. */
   get backgroundQueued(): number {
-    return this.backgroundWaiting.size;
+    return this.background.waiting;
   }
 
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
   request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
-    if (!req.background) return this.send<T>(req);
-    return this.backgroundTurn().then(() => {
-      const sent = this.send<T>(req);
-      sent.then(this.backgroundDone, this.backgroundDone);
-      return sent;
-    });
+    return req.background ? this.background.run(() => this.send<T>(req)) : this.send<T>(req);
   }
-
-  private backgroundTurn(): Promise<void> {
-    if (this.backgroundInFlight < this.backgroundLimit) {
-      this.backgroundInFlight++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.backgroundWaiting.push(resolve));
-  }
-
-  /** The finished request's turn passes to the next waiter. */
-  private readonly backgroundDone = (): void => {
-    const next = this.backgroundWaiting.shift();
-    if (next) next();
-    else this.backgroundInFlight--;
-  };
 
   private send<T>(req: HttpRequest): Promise<HttpResponse<T>> {
     this.stats.requests++;

@@ -57,11 +57,9 @@ export class Scheduler {
 
   stop(): void {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    this.disarm();
     if (this.slicePending) clearImmediate(this.slicePending);
-    this.timer = undefined;
     this.slicePending = undefined;
-    this.timerDue = Infinity;
     this.heap.length = 0;
   }
 
@@ -86,10 +84,14 @@ export class Scheduler {
     return baseMs * (1 - spread + Math.random() * 2 * spread);
   }
 
-  private arm(): void {
+  private disarm(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerDue = Infinity;
+  }
+
+  private arm(): void {
+    this.disarm();
     // A slice is pending: it re-arms when it has run.
     if (!this.running || this.heap.length === 0 || this.slicePending) return;
     const due = this.heap[0]!.due;
@@ -101,9 +103,7 @@ export class Scheduler {
   private runDue(): void {
     // Whatever woke us (the timer or a slice), no other wake-up may stay armed: a forgotten timer
     // would start a second chain of wake-ups, and each further one another.
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerDue = Infinity;
+    this.disarm();
     const now = schedulerNow() + EARLY_MS;
     // Bounded per tick so a burst (thousands of heartbeats due after a pause) is sent in small
     // slices with I/O in between: a task request arriving meanwhile waits one slice, not all.
@@ -116,9 +116,7 @@ export class Scheduler {
     }
     if (this.running && this.heap.length > 0 && this.heap[0]!.due <= now) {
       // A job above may have armed the timer: the slice replaces it.
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = undefined;
-      this.timerDue = Infinity;
+      this.disarm();
       this.slicePending ??= setImmediate(() => {
         this.slicePending = undefined;
         this.runDue();

@@ -23,6 +23,7 @@ import { adminNicOf } from '../mockcn/sysinfo-file.js';
 import { getProfile } from '../mockcn/profiles.js';
 import { abortServerCreation, beginServerCreation, finishServerCreation, readCreateMarker, removeServerDir } from '../mockcn/server-dir.js';
 import { buildSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
+import { normalizeMac } from '../vmadm/nics.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
@@ -299,7 +300,7 @@ export class ServerFactory {
       for (const cn of this.o.fleet.list()) {
         for (const nic of Object.values(cn.sysinfo['Network Interfaces'] ?? {})) {
           const mac = (nic as { 'MAC Address'?: unknown })['MAC Address'];
-          if (typeof mac === 'string') this.takenMacs.add(mac.toLowerCase());
+          if (typeof mac === 'string') this.takenMacs.add(normalizeMac(mac));
         }
       }
     }

@@ -159,7 +159,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     const s1 = await sink.stats();
     const rss = readRssBytes(d.pid);
     const seconds = (s1.at - s0.at) / 1000;
-    const status = await d.control<{ memory?: { heapUsedBytes?: number } }>('GET', '/status').catch(() => undefined);
+    const heapUsed = await heapUsedBytes(d);
     const idle: NonNullable<StepResult['idle']> = {
       rssBytes: rss,
       rssPerCnBytes: Math.round((rss - result.baseline.rssBytes) / n),
@@ -172,8 +172,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       silentCns: s1.cns.silentSinceMark,
       cnapiErrors: counterDelta(s0, s1, 'cnapi.status.4xx') + counterDelta(s0, s1, 'cnapi.status.5xx'),
     };
-    const heapUsed = status?.body?.memory?.heapUsedBytes;
-    if (typeof heapUsed === 'number') idle.heapUsedBytes = heapUsed;
+    if (heapUsed !== undefined) idle.heapUsedBytes = heapUsed;
     result.idle = idle;
 
     // 5. task latency under the heartbeat load
@@ -281,8 +280,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     await sleep(opts.windowSeconds * 1000);
     const cpuWithVms = round(cpuPercent(cpuVm0, sampleCpu(d.pid)), 2);
     const rssWithVms = readRssBytes(d.pid);
-    const heapWithVms = (await d.control<{ memory?: { heapUsedBytes?: number } }>('GET', '/status').catch(() => undefined))?.body?.memory
-      ?.heapUsedBytes;
+    const heapWithVms = await heapUsedBytes(d);
     const vmapi = await sink.stats();
     result.vms = {
       perCn: opts.vmsPerCn,
@@ -295,7 +293,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
       rssBeforeBytes: rssBeforeVms,
       rssAfterCreateBytes: rssAfterCreate,
       rssAfterRestartBytes: rssWithVms,
-      ...(typeof heapWithVms === 'number' ? { heapUsedAfterRestartBytes: heapWithVms } : {}),
+      ...(heapWithVms !== undefined ? { heapUsedAfterRestartBytes: heapWithVms } : {}),
       cpuPercentWithVms: cpuWithVms,
       bytesPerVm: vmsCreated > 0 ? Math.round((rssWithVms - idle.rssBytes) / vmsCreated) : NaN,
       secondsToAllHeartbeatedWithVms:
@@ -349,6 +347,13 @@ interface CreateOutcome {
 }
 
 /** `mockcloud create-servers N --json` as a user runs it, timed from spawn to exit. */
+/** The daemon's JS heap in use, from its /status (undefined when it does not answer). */
+async function heapUsedBytes(d: DaemonProcess): Promise<number | undefined> {
+  const status = await d.control<{ memory?: { heapUsedBytes?: number } }>('GET', '/status').catch(() => undefined);
+  const used = status?.body?.memory?.heapUsedBytes;
+  return typeof used === 'number' ? used : undefined;
+}
+
 async function runCreateServers(dataDir: string, n: number, timeoutMs: number): Promise<CreateOutcome> {
   const started = performance.now();
   const child = spawn(process.execPath, [CLI_MAIN, 'create-servers', String(n), '--data-dir', dataDir, '--json'], {

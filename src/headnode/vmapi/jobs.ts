@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../common/log.js';
+import { Gate } from '../../common/gate.js';
 
 export type Execution = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
@@ -77,20 +78,19 @@ export function renderJob(job: JobRecord): Record<string, unknown> {
 export class JobRunner {
   private readonly jobs = new Map<string, JobRecord>();
   private readonly defs = new Map<string, WorkflowDef>();
-  private readonly queue: (() => void)[] = [];
   private readonly vmTails = new Map<string, Promise<void>>();
   private readonly waiters = new Map<string, Set<(j: JobRecord) => void>>();
   private readonly log: Logger;
-  private readonly concurrency: number;
+  /** Jobs running at once; the others wait their turn. */
+  private readonly slots: Gate;
   private readonly maxRecords: number;
   private readonly onChange: () => void;
-  private running = 0;
   private stopped = false;
   stats = { succeeded: 0, failed: 0 };
 
   constructor(opts: { log: Logger; concurrency?: number; maxRecords?: number; onChange: () => void }) {
     this.log = opts.log;
-    this.concurrency = opts.concurrency ?? 32;
+    this.slots = new Gate(opts.concurrency ?? 32);
     this.maxRecords = opts.maxRecords ?? 5_000;
     this.onChange = opts.onChange;
   }
@@ -129,7 +129,7 @@ export class JobRunner {
     this.onChange();
     const vm = typeof params.vm_uuid === 'string' ? params.vm_uuid : undefined;
     const prev = (vm && this.vmTails.get(vm)) || Promise.resolve();
-    const run = prev.then(() => this.slot(() => this.execute(def, job)));
+    const run = prev.then(() => this.slots.run(() => this.execute(def, job)));
     if (vm) {
       const tail = run.finally(() => {
         if (this.vmTails.get(vm) === tail) this.vmTails.delete(vm);
@@ -181,22 +181,8 @@ export class JobRunner {
   /** Stop taking new work; jobs in flight finish on their own (their HTTP calls end with the peers). */
   stop(): void {
     this.stopped = true;
-    for (const start of this.queue.splice(0)) start();
-  }
-
-  private slot(fn: () => Promise<void>): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const start = (): void => {
-        this.running++;
-        fn().finally(() => {
-          this.running--;
-          this.queue.shift()?.();
-          resolve();
-        });
-      };
-      if (this.running < this.concurrency || this.stopped) start();
-      else this.queue.push(start);
-    });
+    // Queued jobs start now and fail at their first step (execute checks `stopped`).
+    this.slots.open();
   }
 
   private async execute(def: WorkflowDef, job: JobRecord): Promise<void> {
