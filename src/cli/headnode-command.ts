@@ -7,7 +7,8 @@
 import net from 'node:net';
 import type { Argv, CommandModule } from 'yargs';
 import { createLogger } from '../common/log.js';
-import { DEFAULT_ADMIN_UUID, DEFAULT_DATACENTER_NAME } from '../daemon/config.js';
+import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
+import { DEFAULT_DATACENTER_NAME } from '../daemon/config.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { isUuid } from '../common/uuid.js';
 import { clientDataDir, CliError } from './daemon-client.js';

@@ -17,16 +17,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { MockcloudError } from '../common/errors.js';
+import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { isUuid } from '../common/uuid.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
-import type { ServiceUrls } from './agent-plugin.js';
+import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
 
-/** The admin user of a COAL / dev DC: the NIC owner when no `ufdsAdmin` is configured. */
-export const DEFAULT_ADMIN_UUID = '930896af-bf8c-48d4-885c-6573a94b1853';
 export const DEFAULT_DATACENTER_NAME = 'mockcloud';
 export const DEFAULT_BIND_IP = '127.0.0.1';
 /** cmon-agent's port on a real CN; CMON never asks for another. */

@@ -8,7 +8,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import type { Logger } from '../common/log.js';
-import type { ServiceUrls } from './agent-plugin.js';
+import type { ServiceUrls } from '../runtime/agent-plugin.js';
 
 export const DAEMON_JSON = 'daemon.json';
 

@@ -7,7 +7,7 @@
 import { createCmonAgentPlugin, type CmonAgentOptions } from '../agents/cmon-agent/index.js';
 import { createNetAgentPlugin, type NetAgentOptions } from '../agents/net-agent/index.js';
 import { createVmAgentPlugin, type VmAgentOptions } from '../agents/vm-agent/index.js';
-import type { CnAgentPluginFactory } from './agent-plugin.js';
+import type { CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import { DEFAULT_CMON_PORT, type DaemonConfig } from './config.js';
 
 export interface PluginTuning {

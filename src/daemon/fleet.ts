@@ -11,7 +11,7 @@ import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
-import type { CnAgentPlugin, FleetView } from './agent-plugin.js';
+import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 

@@ -12,7 +12,7 @@ import { NetAgentPlugin } from '../../src/agents/net-agent/index.js';
 import { VmAgentPlugin } from '../../src/agents/vm-agent/index.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { DEFAULT_ADMIN_UUID } from '../../src/daemon/config.js';
+import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
 import { Headnode, type HeadnodeUrls } from '../../src/headnode/headnode.js';
 import { randomMockMac } from '../../src/mockcn/sysinfo-template.js';
 import { makeContext, TestFleet, vmPayload, waitFor, type TestContext } from './helpers/fleet.js';

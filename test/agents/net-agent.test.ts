@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NetAgentPlugin, type NetAgentOptions } from '../../src/agents/net-agent/index.js';
-import { DEFAULT_ADMIN_UUID } from '../../src/daemon/config.js';
+import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { HeadnodeStore } from '../../src/headnode/store.js';
 import { NapiService } from '../../src/headnode/napi/index.js';

@@ -179,14 +179,14 @@ describe('outputs', () => {
     const profiled: StepResult = {
       ...step(10_000, { rssPerCnKb: 20, cpu: 35, nopP99: 6 }),
       profiles: [
-        { phase: 'idle', file: '/x/idle-10000.cpuprofile', top: [{ fn: 'runDue', where: 'dist/src/daemon/scheduler.js:56', selfPercent: 3 }], files: [{ file: 'writev', selfPercent: 19 }], busyPercent: 20, totalMs: 60_000 },
+        { phase: 'idle', file: '/x/idle-10000.cpuprofile', top: [{ fn: 'runDue', where: 'dist/src/runtime/scheduler.js:56', selfPercent: 3 }], files: [{ file: 'writev', selfPercent: 19 }], busyPercent: 20, totalMs: 60_000 },
       ],
       heap: { file: '/x/idle-10000.heapsnapshot', totalBytes: 125 * MB, top: [{ kind: 'CnLink', bytes: 1_440_000, count: 10_000 }] },
     };
     const md = renderMarkdown({ report: report([profiled]), chartRef: 'c.svg', jsonRef: 'j.json' });
     expect(md).toContain('## Where the CPU goes (N = 10,000)');
     expect(md).toContain('main thread busy 20.0 % of it (`idle-10000.cpuprofile`)');
-    expect(md).toContain('| 3.0 | `runDue` | `dist/src/daemon/scheduler.js:56` |');
+    expect(md).toContain('| 3.0 | `runDue` | `dist/src/runtime/scheduler.js:56` |');
     expect(md).toContain('## Where the idle memory goes (N = 10,000)');
     expect(md).toContain('| 1.37 | 144 | 10,000 | `CnLink` |');
   });

@@ -10,7 +10,7 @@ import { buildStatusSample } from '../../src/agents/cn-agent/cnapi-reporter/stat
 import { JsonHttpClient } from '../../src/common/http-client.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { Scheduler } from '../../src/daemon/scheduler.js';
+import { Scheduler } from '../../src/runtime/scheduler.js';
 import { MockCnImpl } from '../../src/mockcn/mock-cn.js';
 import { pathsUnder } from '../../src/mockcn/layout.js';
 import { getProfile } from '../../src/mockcn/profiles.js';

@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_ADMIN_UUID, DEFAULT_BIND_IP, resolveConfig } from '../../src/daemon/config.js';
+import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
+import { DEFAULT_BIND_IP, resolveConfig } from '../../src/daemon/config.js';
 import { noMdata, staticMdata } from '../../src/daemon/mdata.js';
 
 describe('daemon configuration', () => {

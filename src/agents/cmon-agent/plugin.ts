@@ -18,9 +18,9 @@
 import type http from 'node:http';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import type { AgentPluginContext, CnAgentPlugin } from '../../daemon/agent-plugin.js';
-import type { ScheduledJob } from '../../daemon/scheduler.js';
-import { DEFAULT_ADMIN_UUID } from '../../daemon/config.js';
+import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
+import type { ScheduledJob } from '../../runtime/scheduler.js';
+import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';

@@ -14,7 +14,7 @@
  *                    under each CN; a refusal is honest (CMON turns it into a 500 for that CN).
  */
 import { isUuid } from '../../common/uuid.js';
-import type { FleetView } from '../../daemon/agent-plugin.js';
+import type { FleetView } from '../../runtime/agent-plugin.js';
 import type { MockCn } from '../../mockcn/types.js';
 
 /** `::ffff:127.0.0.5` → `127.0.0.5`. */

@@ -8,6 +8,6 @@ export { TaskRunner, DEFAULT_TASK_TIMEOUT_SECONDS, type TaskCounters, type TaskO
 export { FaultInjector, validateFaultSpec, type FaultEffect, type FaultRule, type FaultSpec } from './faults.js';
 export { HISTORY_SIZE, type HistoryEntry, type HistoryMessage } from './history.js';
 export { TASKS, TASK_REGISTRY, findTask } from './tasks/index.js';
-export { COMMAND_EXECUTE_EXIT_CODE, COMMAND_EXECUTE_MESSAGE } from './tasks/misc.js';
+export { COMMAND_EXECUTE_EXIT_CODE, COMMAND_EXECUTE_MESSAGE } from './tasks/command_execute.js';
 export type { TaskEnvironment, TaskContext, TaskDefinition, RegisteredTask } from './types.js';
 export { TaskError } from './types.js';

@@ -19,7 +19,7 @@
 import WebSocket from 'ws';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import type { Scheduler, ScheduledJob } from '../../daemon/scheduler.js';
+import type { Scheduler, ScheduledJob } from '../../runtime/scheduler.js';
 
 export interface ChangefeedResource {
   resource: string;

@@ -6,7 +6,7 @@
  * every NIC on that network. This is how NAPI edits reach VMs without a changefeed.
  */
 import type { Logger } from '../../common/log.js';
-import { Scheduler, type ScheduledJob } from '../../daemon/scheduler.js';
+import { Scheduler, type ScheduledJob } from '../../runtime/scheduler.js';
 import type { NapiCalls } from './napi.js';
 
 const WATCHED_FIELDS = ['gateway', 'mtu', 'netmask', 'nic_tag', 'resolvers', 'routes', 'vlan_id'] as const;

@@ -16,7 +16,7 @@
  */
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { Scheduler } from '../../daemon/scheduler.js';
+import type { Scheduler } from '../../runtime/scheduler.js';
 import { createBody, localDiffs, type NapiNic } from './fields.js';
 import type { NapiCalls, NicAnswer } from './napi.js';
 import { doublingDelay } from './options.js';

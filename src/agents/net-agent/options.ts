@@ -2,7 +2,7 @@
  * net-agent's settings. Defaults follow the real agent's cadence (vm-net-agent-spec §3.11) where
  * it is sane for thousands of CNs; tests shrink them.
  */
-import { DEFAULT_ADMIN_UUID } from '../../daemon/config.js';
+import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 
 export interface NetAgentOptions {
   /** Owner of the CNs' own NICs (the DC's admin user, mdata ufdsAdmin). */

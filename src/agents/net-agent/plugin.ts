@@ -22,8 +22,8 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { AgentPluginContext, CnAgentPlugin } from '../../daemon/agent-plugin.js';
-import { Scheduler } from '../../daemon/scheduler.js';
+import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
+import { Scheduler } from '../../runtime/scheduler.js';
 import { writeFileDurable } from '../../common/durable-file.js';
 import type { Logger } from '../../common/log.js';
 import { isUuid, newUuid } from '../../common/uuid.js';

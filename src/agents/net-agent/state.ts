@@ -2,7 +2,7 @@
  * net-agent's per-CN, per-NIC and per-VM records. Data only: the logic lives in
  * nic-reconciler.ts, vm-push.ts and plugin.ts.
  */
-import type { ScheduledJob } from '../../daemon/scheduler.js';
+import type { ScheduledJob } from '../../runtime/scheduler.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { VmSubscription } from '../../vmadm/types.js';
 import type { LocalNic, NapiNic } from './fields.js';

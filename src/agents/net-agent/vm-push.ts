@@ -12,7 +12,7 @@
  */
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { Scheduler } from '../../daemon/scheduler.js';
+import type { Scheduler } from '../../runtime/scheduler.js';
 import { normaliseMac, type NapiNic } from './fields.js';
 import { doublingDelay } from './options.js';
 import { isEmptyPayload, pushDownPayload } from './push-down.js';

@@ -16,8 +16,8 @@
  * Set of VM uuids), a busy flag, and a few jobs on the shared Scheduler. All HTTP goes through
  * the shared client. A CN whose VMAPI traffic fails never delays another CN.
  */
-import type { CnAgentPlugin, AgentPluginContext } from '../../daemon/agent-plugin.js';
-import { Scheduler, type ScheduledJob } from '../../daemon/scheduler.js';
+import type { CnAgentPlugin, AgentPluginContext } from '../../runtime/agent-plugin.js';
+import { Scheduler, type ScheduledJob } from '../../runtime/scheduler.js';
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';

@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { isUuid } from '../../common/uuid.js';
 import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -31,7 +32,6 @@ interface ImgapiDoc {
 }
 
 export const IMGAPI_DOC = 'imgapi';
-const DEFAULT_ADMIN_UUID = '930896af-bf8c-48d4-885c-6573a94b1853';
 const LIST_STATES = ['active', 'disabled', 'unactivated', 'all', 'creating', 'failed'];
 
 export class ImgapiService {

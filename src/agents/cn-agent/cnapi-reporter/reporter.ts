@@ -17,7 +17,7 @@
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
-import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../daemon/scheduler.js';
+import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../runtime/scheduler.js';
 import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
 import type { AgentRecord, MockCn } from '../../../mockcn/types.js';
 import { buildStatusSample } from './status-sample.js';

@@ -1,55 +1,83 @@
 /**
- * Every task a mock CN accepts: all of the original dummy backend's (each behaving like a
- * real CN's, machine_kill included) plus the smartos backend's tasks that VM data and sysinfo
- * can answer. A name not in here is a 404 "Unknown task".
+ * Every task a mock CN accepts, one file each named after the task, listed in the order of
+ * the real SmartOS backend's queue table (sdc-cn-agent lib/backends/smartos/index.js).
+ * A name not in here is a 404 "Unknown task".
  */
 import type { RegisteredTask } from '../types.js';
-import { agentInstall, agentsUninstall, refreshAgents } from './agents.js';
-import { imageEnsurePresent, imageGet } from './images.js';
-import { machineCreate, machineReprovision } from './machine-create.js';
-import { machineCreateSnapshot, machineDeleteSnapshot, machineDestroy, machineRollbackSnapshot } from './machine-destroy.js';
-import { machineBoot, machineKill, machineReboot, machineShutdown } from './machine-power.js';
-import { machineInfo, machineLoad, machineProc } from './machine-query.js';
-import { machineUpdate, machineUpdateNics } from './machine-update.js';
-import { commandExecute, nop, serverOverprovisionRatio } from './misc.js';
-import { recoveryConfig } from './recovery-config.js';
-import { serverReboot, serverSysinfo, serverUpdateNics } from './server.js';
-import { zfsGetProperties, zfsListDatasets, zfsListPools, zfsListSnapshots } from './zfs.js';
+import { agentInstall } from './agent_install.js';
+import { agentsUninstall } from './agents_uninstall.js';
+import { commandExecute } from './command_execute.js';
+import { imageEnsurePresent } from './image_ensure_present.js';
+import { imageGet } from './image_get.js';
+import { machineBoot } from './machine_boot.js';
+import { machineCreate } from './machine_create.js';
+import { machineCreateSnapshot } from './machine_create_snapshot.js';
+import { machineDeleteSnapshot } from './machine_delete_snapshot.js';
+import { machineDestroy } from './machine_destroy.js';
+import { machineInfo } from './machine_info.js';
+import { machineKill } from './machine_kill.js';
+import { machineLoad } from './machine_load.js';
+import { machineProc } from './machine_proc.js';
+import { machineReboot } from './machine_reboot.js';
+import { machineReprovision } from './machine_reprovision.js';
+import { machineRollbackSnapshot } from './machine_rollback_snapshot.js';
+import { machineShutdown } from './machine_shutdown.js';
+import { machineUpdate } from './machine_update.js';
+import { machineUpdateNics } from './machine_update_nics.js';
+import { nop } from './nop.js';
+import { recoveryConfig } from './recovery_config.js';
+import { refreshAgents } from './refresh_agents.js';
+import { serverOverprovisionRatio } from './server_overprovision_ratio.js';
+import { serverReboot } from './server_reboot.js';
+import { serverSysinfo } from './server_sysinfo.js';
+import { serverUpdateNics } from './server_update_nics.js';
+import { zfsGetProperties } from './zfs_get_properties.js';
+import { zfsListDatasets } from './zfs_list_datasets.js';
+import { zfsListPools } from './zfs_list_pools.js';
+import { zfsListSnapshots } from './zfs_list_snapshots.js';
 
 export const TASKS: readonly RegisteredTask[] = [
-  // the dummy backend's
+  // machine_creation
   machineCreate,
   machineReprovision,
+  // image_import_tasks
   imageEnsurePresent,
-  machineBoot,
-  machineCreateSnapshot,
-  machineDeleteSnapshot,
-  machineDestroy,
-  machineKill,
-  machineReboot,
-  machineRollbackSnapshot,
-  machineShutdown,
-  machineUpdate,
-  machineLoad,
-  nop,
+  // server_tasks
+  commandExecute,
+  recoveryConfig,
+  serverOverprovisionRatio,
+  serverReboot,
+  serverSysinfo,
+  // server_nic_tasks
+  serverUpdateNics,
+  // agents_tasks
   agentInstall,
   agentsUninstall,
   refreshAgents,
-  commandExecute,
-  recoveryConfig,
-  serverReboot,
-  serverSysinfo,
-  serverUpdateNics,
-  // the smartos backend's that a mock CN can answer
-  machineInfo,
+  // machine_tasks
+  machineBoot,
+  machineDestroy,
+  machineKill,
   machineProc,
+  machineReboot,
+  machineShutdown,
+  machineUpdate,
   machineUpdateNics,
+  machineCreateSnapshot,
+  machineRollbackSnapshot,
+  machineDeleteSnapshot,
+  // image_query
   imageGet,
-  serverOverprovisionRatio,
-  zfsListPools,
+  // machine_query
+  machineLoad,
+  machineInfo,
+  // zfs_query
+  zfsGetProperties,
   zfsListDatasets,
   zfsListSnapshots,
-  zfsGetProperties,
+  zfsListPools,
+  // nop
+  nop,
 ];
 
 export const TASK_REGISTRY: ReadonlyMap<string, RegisteredTask> = new Map(TASKS.map((t) => [t.name, t]));

@@ -102,3 +102,14 @@ export const AGENT_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export function isAgentName(v: unknown): v is string {
   return typeof v === 'string' && AGENT_NAME_RE.test(v) && !v.includes('..');
 }
+
+/** The VM and snapshot of the machine_*_snapshot tasks. */
+export interface SnapshotParams {
+  uuid: string;
+  name: string;
+}
+
+export const validateSnapshot = (p: TaskParams): SnapshotParams => ({
+  uuid: uuidParam(p, 'uuid'),
+  name: snapshotNameParam(p),
+});

@@ -28,3 +28,12 @@ export function withAgentAddress(sysinfo: Sysinfo, cn: MockCn): Sysinfo {
   }
   return out;
 }
+
+/** Have the CN pick up its rewritten sysinfo; the file is already durable, so a failure only logs. */
+export async function reloadSysinfo(cn: { reloadSysinfo(): Promise<void> }, log: { warn(...a: unknown[]): void }): Promise<void> {
+  try {
+    await cn.reloadSysinfo();
+  } catch (err) {
+    log.warn({ err }, 'sysinfo written but not reloaded');
+  }
+}

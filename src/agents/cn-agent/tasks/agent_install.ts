@@ -1,17 +1,17 @@
 /**
- * The agents tasks: agent_install, agents_uninstall, refresh_agents. They work on the CN's
- * `agents/<name>/{package.json,image_uuid,instance_uuid}` directory and then post the list
- * to CNAPI through `cn.refreshAgents()`. They hold the CN's 'agents' lock, which the real
- * agent's `maxConcurrent: 1` queue promised but never enforced.
+ * agent_install: works on the CN's `agents/<name>/{package.json,image_uuid,instance_uuid}`
+ * directory and then posts the list to CNAPI through `cn.refreshAgents()`. The agents tasks
+ * hold the CN's 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but
+ * never enforced.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../../../common/durable-file.js';
-import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { isUuid, newUuid } from '../../../common/uuid.js';
+import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { defineTask, TaskError } from '../types.js';
 import { AgentImageError, fetchAgentImage } from './agent-image.js';
-import { invalid, isAgentName, uuidParam } from './params.js';
+import { isAgentName, uuidParam } from './params.js';
 import { messageOf } from './vm-common.js';
 
 export const agentInstall = defineTask<{ imageUuid: string }>({
@@ -70,50 +70,3 @@ async function installAgentFiles(agentsDir: string, name: string, packageJson: s
   }
   if (!isUuid(instance)) await writeFileDurable(instanceFile, `${newUuid()}\n`);
 }
-
-export const agentsUninstall = defineTask<{ agents: string[] }>({
-  name: 'agents_uninstall',
-  queue: 'agents_tasks',
-  locks: ['agents'],
-  validate: (p) => {
-    const agents = p.agents;
-    if (agents === undefined) throw invalid("Missing key 'agents' in params");
-    if (!Array.isArray(agents) || !agents.every((a) => typeof a === 'string')) {
-      throw invalid('params.agents must be an array of agent names');
-    }
-    const bad = agents.find((a) => !isAgentName(a));
-    if (bad !== undefined) throw invalid(`params.agents: ${JSON.stringify(bad)} is not an agent name`);
-    return { agents: agents as string[] };
-  },
-  async run(ctx, p) {
-    try {
-      await materializeAgentsDir(ctx.cn.paths.agents, ctx.cn.uuid);
-      for (const name of p.agents) {
-        await fsp.rm(path.join(ctx.cn.paths.agents, name), { recursive: true, force: true });
-        ctx.log.info('removed agent %s', name);
-      }
-      await ctx.cn.refreshAgents();
-    } catch (err) {
-      throw new TaskError(`AgentsUninstallTask error: ${messageOf(err)}`);
-    }
-    return {};
-  },
-});
-
-export const refreshAgents = defineTask<Record<string, never>>({
-  name: 'refresh_agents',
-  queue: 'agents_tasks',
-  locks: ['agents'],
-  validate: () => ({}),
-  async run(ctx) {
-    try {
-      await ctx.cn.refreshAgents();
-    } catch (err) {
-      // The real task's message prefix (copied from agent_install), kept for log matchers.
-      throw new TaskError(`AgentInstall error: ${messageOf(err)}`);
-    }
-    ctx.log.info('Agents updated into CNAPI');
-    ctx.progress(100);
-    return {};
-  },
-});

@@ -1,43 +1,11 @@
 /**
- * The read-only VM tasks: machine_load (the VM object itself, as CNAPI's VmLoad returns it),
- * machine_info (vmadm info) and machine_proc (the zone's processes, as procread reports
- * them; a mock zone runs init only, under zsched).
+ * machine_proc: the zone's processes, as procread reports them; a mock zone runs init only,
+ * under zsched.
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError } from '../types.js';
-import { flagParam, invalid, optArrayParam, uuidParam } from './params.js';
+import { uuidParam } from './params.js';
 import { vmadmError } from './vm-common.js';
-
-export const machineLoad = defineTask<{ uuid: string; includeDni: boolean }>({
-  name: 'machine_load',
-  queue: 'machine_query',
-  validate: (p) => ({ uuid: uuidParam(p, 'uuid'), includeDni: flagParam(p, 'include_dni') }),
-  async run(ctx, p) {
-    try {
-      // The real dummy never passed include_dni, so DNI VMs looked missing; honour it.
-      return { ...(await ctx.cn.vms.load(p.uuid, { include_dni: p.includeDni })) };
-    } catch (err) {
-      throw vmadmError('VM.load', err);
-    }
-  },
-});
-
-export const machineInfo = defineTask<{ uuid: string; types: string[] }>({
-  name: 'machine_info',
-  queue: 'machine_query',
-  validate: (p) => {
-    const types = optArrayParam(p, 'types') ?? [];
-    if (!types.every((t) => typeof t === 'string')) throw invalid('params.types must be an array of strings');
-    return { uuid: uuidParam(p, 'uuid'), types: types as string[] };
-  },
-  async run(ctx, p) {
-    try {
-      return await ctx.cn.vms.info(p.uuid, p.types);
-    } catch (err) {
-      throw vmadmError('vmadm.info', err);
-    }
-  },
-});
 
 export const machineProc = defineTask<{ uuid: string }>({
   name: 'machine_proc',

@@ -1,50 +1,12 @@
 /**
- * The server tasks: server_sysinfo, server_reboot and server_update_nics. The two writers
- * rewrite sysinfo.json durably and then have the CN re-read it and register it with CNAPI
- * again (`cn.reloadSysinfo()`), as the real agent's sysinfo file watcher does.
+ * server_update_nics: set the NIC tags (`NIC Names`) of the CN's interfaces, rewrite
+ * sysinfo.json durably and have the CN re-read and register it, as the real agent's sysinfo
+ * file watcher does.
  */
 import { defineTask, TaskError } from '../types.js';
 import { invalid, isPlainObject } from './params.js';
-import { readCnSysinfo, withAgentAddress, writeCnSysinfo } from './sysinfo-file.js';
+import { readCnSysinfo, reloadSysinfo, withAgentAddress, writeCnSysinfo } from './sysinfo-file.js';
 import { messageOf } from './vm-common.js';
-
-export const serverSysinfo = defineTask<Record<string, never>>({
-  name: 'server_sysinfo',
-  queue: 'server_tasks',
-  validate: () => ({}),
-  async run(ctx) {
-    try {
-      return { sysinfo: withAgentAddress(await readCnSysinfo(ctx.cn), ctx.cn) };
-    } catch (err) {
-      // The dummy nested the error object here; a message string is what consumers read.
-      throw new TaskError(messageOf(err));
-    }
-  },
-});
-
-/**
- * server_reboot: the CN "reboots" at once: "Boot Time" becomes now (epoch seconds, a string
- * as in the original template) and the new sysinfo is registered. The VMs are left as they
- * are, as the original mock did.
- */
-export const serverReboot = defineTask<Record<string, never>>({
-  name: 'server_reboot',
-  queue: 'server_tasks',
-  locks: ['sysinfo'],
-  validate: () => ({}),
-  async run(ctx) {
-    try {
-      const sysinfo = await readCnSysinfo(ctx.cn);
-      sysinfo['Boot Time'] = String(Math.floor(Date.now() / 1000));
-      ctx.progress(50);
-      await writeCnSysinfo(ctx.cn, sysinfo);
-    } catch (err) {
-      throw new TaskError(messageOf(err));
-    }
-    await reload(ctx.cn, ctx.log);
-    return {};
-  },
-});
 
 interface NicUpdate {
   mac: string;
@@ -106,16 +68,7 @@ export const serverUpdateNics = defineTask<{ nics: NicUpdate[] }>({
     } catch (err) {
       throw new TaskError(messageOf(err));
     }
-    if (changed) await reload(ctx.cn, ctx.log);
+    if (changed) await reloadSysinfo(ctx.cn, ctx.log);
     return { sysinfo: withAgentAddress(sysinfo, ctx.cn) };
   },
 });
-
-/** Have the CN pick up its rewritten sysinfo; the file is already durable, so a failure only logs. */
-async function reload(cn: { reloadSysinfo(): Promise<void> }, log: { warn(...a: unknown[]): void }): Promise<void> {
-  try {
-    await cn.reloadSysinfo();
-  } catch (err) {
-    log.warn({ err }, 'sysinfo written but not reloaded');
-  }
-}

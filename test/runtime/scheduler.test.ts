@@ -3,7 +3,7 @@
  * loses track of costs the whole process CPU and memory.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Scheduler } from '../../src/daemon/scheduler.js';
+import { Scheduler } from '../../src/runtime/scheduler.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,0 +1,91 @@
+/**
+ * machine_create: the stepped task, with the real event sequence (`start:pre_check` …
+ * `end:create_machine` and progress 20/30/50/60/100). The payload is create-payload.ts's.
+ */
+import type { Vm } from '../../../vmadm/types.js';
+import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
+import { mapCreatePayload } from './create-payload.js';
+import { markImageInstalled } from './installed-images.js';
+import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
+import { messageOf, restCodeOf } from './vm-common.js';
+
+export interface CreateParams {
+  uuid: string;
+  brand: string;
+  imageUuid: string | undefined;
+}
+
+function validateCreate(p: TaskParams): CreateParams {
+  const uuid = uuidParam(p, 'uuid');
+  const brand = optStringParam(p, 'brand') ?? 'joyent';
+  if (p.nics !== undefined && !Array.isArray(p.nics) && !(isPlainObject(p.nics) && Object.keys(p.nics).length === 0)) {
+    throw invalid('params.nics must be an array');
+  }
+  if (Array.isArray(p.nics) && !p.nics.every(isPlainObject)) throw invalid('params.nics must be an array of objects');
+  if (p.disks !== undefined && !Array.isArray(p.disks) && !(isPlainObject(p.disks) && Object.keys(p.disks).length === 0)) {
+    throw invalid('params.disks must be an array');
+  }
+  if (Array.isArray(p.disks) && !p.disks.every(isPlainObject)) throw invalid('params.disks must be an array of objects');
+  return { uuid, brand, imageUuid: imageOfPayload(p) };
+}
+
+/** The image a create payload boots from: `image_uuid`, or the boot disk's for HVM. */
+function imageOfPayload(p: TaskParams): string | undefined {
+  if (typeof p.image_uuid === 'string') return p.image_uuid.toLowerCase();
+  if (Array.isArray(p.disks)) {
+    const d = p.disks.find((x) => isPlainObject(x) && typeof x.image_uuid === 'string') as { image_uuid?: string } | undefined;
+    return d?.image_uuid?.toLowerCase();
+  }
+  return undefined;
+}
+
+export const machineCreate = defineTask<CreateParams>({
+  name: 'machine_create',
+  queue: 'machine_creation',
+  changesVms: true,
+  validate: validateCreate,
+  vmLocks: (p) => [p.uuid],
+  async run(ctx, p) {
+    const vms = ctx.cn.vms;
+    let failure: unknown;
+    try {
+      await ctx.step('pre_check', 'Performing pre-flight sanity check', 20, async () => {
+        if (await vms.exists(p.uuid, { include_dni: true })) throw new TaskError(`Machine ${p.uuid} exists.`);
+      });
+      await ctx.step('ensure_dataset_present', 'Checking for required image/dataset', 30, async () => {
+        if (p.imageUuid) ctx.log.info('Checking whether image %s is installed', p.imageUuid);
+      });
+      await ctx.step('fetch_dataset', 'Fetching image/dataset', 50, async () => {
+        // A mock CN holds no image data: the image counts as imported from here on.
+        if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
+        ctx.log.info('Dataset exists, not fetching');
+      });
+      const payload = await ctx.step('build_payload', 'Building VM payload', 60, async () => {
+        const ignored: string[] = [];
+        const built = mapCreatePayload(ctx.rawParams, p.brand, ignored);
+        if (ignored.length > 0) ctx.log.warn({ ignored }, 'Warning: ignored some unrecognized payload properties');
+        ctx.log.info({ payload: built }, 'Built payload');
+        return built;
+      });
+      const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
+        vms.create(payload as Parameters<typeof vms.create>[0]),
+      );
+      return { vm: await loadAfter(ctx, vm) };
+    } catch (err) {
+      failure = err;
+    }
+    // Like the real task: a VM that exists after a failed create is returned with the error.
+    const existing = failure instanceof TaskError ? undefined : vms.get(p.uuid, { include_dni: true });
+    if (failure instanceof TaskError) throw failure;
+    const restCode = restCodeOf(failure);
+    throw new TaskError(messageOf(failure), restCode ? { restCode } : undefined, existing ? { vm: existing } : undefined);
+  },
+});
+
+async function loadAfter(ctx: TaskContext, created: Vm): Promise<Vm> {
+  try {
+    return await ctx.cn.vms.load(created.uuid, { include_dni: true });
+  } catch {
+    return created;
+  }
+}

@@ -1,0 +1,15 @@
+import { defineTask } from '../types.js';
+import { validateSnapshot, type SnapshotParams } from './params.js';
+import { loadVm, vmadmCall } from './vm-common.js';
+
+export const machineCreateSnapshot = defineTask<SnapshotParams>({
+  name: 'machine_create_snapshot',
+  queue: 'machine_tasks',
+  changesVms: true,
+  validate: validateSnapshot,
+  vmLocks: (p) => [p.uuid],
+  async run(ctx, p) {
+    await vmadmCall('vmadm.create_snapshot', () => ctx.cn.vms.createSnapshot(p.uuid, p.name));
+    return { vm: await loadVm(ctx, p.uuid) };
+  },
+});

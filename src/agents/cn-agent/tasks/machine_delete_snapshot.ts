@@ -1,0 +1,20 @@
+import { defineTask } from '../types.js';
+import { validateSnapshot, type SnapshotParams } from './params.js';
+import { loadVm, messageOf, vmadmError } from './vm-common.js';
+
+export const machineDeleteSnapshot = defineTask<SnapshotParams>({
+  name: 'machine_delete_snapshot',
+  queue: 'machine_tasks',
+  changesVms: true,
+  validate: validateSnapshot,
+  vmLocks: (p) => [p.uuid],
+  async run(ctx, p) {
+    try {
+      await ctx.cn.vms.deleteSnapshot(p.uuid, p.name);
+    } catch (err) {
+      if (!/No snapshot named/.test(messageOf(err))) throw vmadmError('vmadm.delete_snapshot', err);
+      ctx.log.info('snapshot %s of %s does not exist: nothing to delete', p.name, p.uuid);
+    }
+    return { vm: await loadVm(ctx, p.uuid) };
+  },
+});

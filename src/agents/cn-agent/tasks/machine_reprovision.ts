@@ -1,0 +1,39 @@
+/**
+ * machine_reprovision: the stepped task (`pre_check`, `ensure_dataset_present`,
+ * `reprovision_machine`), then `{vm}`.
+ */
+import { defineTask, TaskError } from '../types.js';
+import { markImageInstalled } from './installed-images.js';
+import { optStringParam, uuidParam } from './params.js';
+import { loadVm, vmadmCall } from './vm-common.js';
+
+export interface ReprovisionParams {
+  uuid: string;
+  imageUuid: string;
+}
+
+export const machineReprovision = defineTask<ReprovisionParams>({
+  name: 'machine_reprovision',
+  queue: 'machine_creation',
+  changesVms: true,
+  validate: (p) => {
+    optStringParam(p, 'zfs_storage_pool_name');
+    return { uuid: uuidParam(p, 'uuid'), imageUuid: uuidParam(p, 'image_uuid') };
+  },
+  vmLocks: (p) => [p.uuid],
+  async run(ctx, p) {
+    await ctx.step('pre_check', 'Pre-flight sanity check', 20, async () => {
+      if (!(await ctx.cn.vms.exists(p.uuid, { include_dni: true }))) {
+        throw new TaskError(`VM ${p.uuid} does not exist.`);
+      }
+    });
+    await ctx.step('ensure_dataset_present', 'Checking for zone template dataset', 30, async () => {
+      markImageInstalled(ctx, p.imageUuid);
+      ctx.log.info(`Dataset ${p.imageUuid} exists.`);
+    });
+    await ctx.step('reprovision_machine', 'Reprovisioning machine', 100, () =>
+      vmadmCall('vmadm.reprovision', () => ctx.cn.vms.reprovision(p.uuid, { image_uuid: p.imageUuid })),
+    );
+    return { vm: await loadVm(ctx, p.uuid) };
+  },
+});

@@ -1,0 +1,26 @@
+/**
+ * refresh_agents: works on the CN's `agents/<name>/{package.json,image_uuid,instance_uuid}`
+ * directory and then posts the list to CNAPI through `cn.refreshAgents()`. The agents tasks
+ * hold the CN's 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but
+ * never enforced.
+ */
+import { defineTask, TaskError } from '../types.js';
+import { messageOf } from './vm-common.js';
+
+export const refreshAgents = defineTask<Record<string, never>>({
+  name: 'refresh_agents',
+  queue: 'agents_tasks',
+  locks: ['agents'],
+  validate: () => ({}),
+  async run(ctx) {
+    try {
+      await ctx.cn.refreshAgents();
+    } catch (err) {
+      // The real task's message prefix (copied from agent_install), kept for log matchers.
+      throw new TaskError(`AgentInstall error: ${messageOf(err)}`);
+    }
+    ctx.log.info('Agents updated into CNAPI');
+    ctx.progress(100);
+    return {};
+  },
+});
