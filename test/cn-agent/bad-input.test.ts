@@ -7,7 +7,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/common/uuid.js';
-import { Harness, listTree, postTask, provisionParams, request, type TestCn } from './helpers.js';
+import { Harness, history, listTree, postTask, provisionParams, request, type TestCn } from './helpers.js';
 
 describe('bad input', () => {
   let h: Harness;
@@ -100,16 +100,17 @@ describe('bad input', () => {
     await stillServing();
   });
 
-  it('refuses ids that are not UUIDs or walk out of the CN directory, writing nothing', async () => {
+  // A real task checks its own params once started and fails with fatal() (sdc-cn-agent
+  // lib/task_agent/task.js): 500 {error}, never an HTTP-level refusal.
+  it('fails tasks whose ids are not UUIDs or walk out of the CN directory, writing nothing', async () => {
     const before = await listTree(h.dataDir);
     const tricks = ['../../../../tmp/evil', '../sysinfo', `${vmUuid}/../../sysinfo`, '', 'A'.repeat(5000), '00000000-0000-0000-0000-00000000000g'];
     for (const bad of tricks) {
       for (const task of ['machine_create', 'machine_load', 'machine_boot', 'machine_shutdown', 'machine_reboot', 'machine_kill', 'machine_update', 'machine_destroy', 'machine_info', 'machine_proc']) {
         const params = task === 'machine_create' ? { ...provisionParams(cn.uuid), uuid: bad } : { uuid: bad };
         const r = await postTask(cn, task, params);
-        expect(r.status, `${task} ${bad}`).toBe(409);
-        expect(r.body.code).toBe('InvalidArgument');
-        expect(r.body.message).toMatch(/params\.uuid must be a UUID/);
+        expect(r.status, `${task} ${bad}`).toBe(500);
+        expect(r.body).toEqual({ error: expect.stringMatching(/params\.uuid must be a UUID/) });
       }
       // A bad UUID is still a fine snapshot or agent name; the path tricks are not.
       if (/^[0-9a-f-]+g$/.test(bad)) continue;
@@ -124,8 +125,8 @@ describe('bad input', () => {
         ['agents_uninstall', { agents: [bad] }],
       ] as const) {
         const r = await postTask(cn, task, params);
-        expect(r.status, `${task} ${bad}`).toBe(409);
-        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.status, `${task} ${bad}`).toBe(500);
+        expect(r.body).toEqual({ error: expect.any(String) });
       }
     }
     expect(await listTree(h.dataDir)).toEqual(before);
@@ -134,7 +135,7 @@ describe('bad input', () => {
     await stillServing();
   });
 
-  it('refuses params of the wrong types with a clear 409, writing nothing', async () => {
+  it('fails tasks given params of the wrong types with a clear error and a history entry, writing nothing', async () => {
     const before = await listTree(h.dataDir);
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['machine_load', { uuid: vmUuid, include_dni: 'yes' }, /include_dni must be a boolean/],
@@ -158,8 +159,11 @@ describe('bad input', () => {
     ];
     for (const [task, params, message] of cases) {
       const r = await postTask(cn, task, params);
-      expect(r.status, `${task} ${JSON.stringify(params).slice(0, 60)}`).toBe(409);
-      expect(r.body).toEqual({ code: 'InvalidArgument', message: expect.stringMatching(message) });
+      expect(r.status, `${task} ${JSON.stringify(params).slice(0, 60)}`).toBe(500);
+      expect(r.body).toEqual({ error: expect.stringMatching(message) });
+      const entry = (await history(cn)).at(-1)!;
+      expect(entry).toMatchObject({ task, params, status: 'finished', errorCount: 1 });
+      expect(entry.messages.map((m: { name?: string }) => m.name)).toEqual(['progress', 'start', 'error', 'progress', 'finish']);
     }
     expect(await listTree(h.dataDir)).toEqual(before);
     await stillServing();

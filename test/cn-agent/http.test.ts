@@ -26,11 +26,14 @@ describe('cn-agent HTTP API', () => {
     await h.close();
   });
 
-  it('runs a task and replies 200 with its result and req_id, echoing x-request-id', async () => {
+  // task.js stamps params.req_id (undefined unless the params carry one) on every event.
+  it('runs a task and replies 200 with its result, echoing x-request-id; req_id only from params', async () => {
     const reqId = newUuid();
     const r = await postTask(a, 'nop', {}, { requestId: reqId });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ req_id: reqId });
+    expect(r.body).toEqual({});
+    const withId = await postTask(a, 'nop', { req_id: 'from-params' }, { requestId: reqId });
+    expect(withId.body).toEqual({ req_id: 'from-params' });
     expect(r.headers.get('x-request-id')).toBe(reqId);
     expect(r.headers.get('server')).toBe('Compute Node Agent');
     expect(r.headers.get('x-server-name')).toBe(os.hostname());
@@ -44,10 +47,9 @@ describe('cn-agent HTTP API', () => {
       headers: { 'content-type': 'application/json', 'x-server-uuid': a.uuid },
       body: JSON.stringify({ task: 'nop', params: {} }),
     });
-    const body = (await res.json()) as { req_id: string };
     expect(res.status).toBe(200);
-    expect(body.req_id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(res.headers.get('x-request-id')).toBe(body.req_id);
+    expect(await res.json()).toEqual({});
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('routes each request to the CN whose socket accepted it', async () => {
@@ -125,14 +127,18 @@ describe('cn-agent HTTP API', () => {
     expect(proto.status).toBe(404);
   });
 
-  it("answers 409 for params that are not an object or a task name that is not a string", async () => {
+  // task_agent.js checks only that the keys exist and the task is in its table; a task given
+  // params that are not an object fails on its own, and a task name is looked up as a string.
+  it('fails a task whose params are not an object; a task name that is not a string is unknown', async () => {
     for (const params of [[], 'x', 5, null]) {
       const r = await postTask(a, 'nop', params);
-      expect(r.status).toBe(409);
-      expect(r.body.code).toBe('InvalidArgument');
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ error: 'params must be an object' });
+      expect((await history(a)).at(-1)).toMatchObject({ task: 'nop', params, errorCount: 1 });
     }
     const r = await postTask(a, 42 as unknown as string, {});
-    expect(r.status).toBe(409);
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual({ code: 'ResourceNotFound', message: "Unknown task, '42'" });
   });
 
   it('serves GET /history as an array, [] before any task', async () => {
@@ -192,7 +198,7 @@ describe('cn-agent HTTP API', () => {
           err ? reject(err) : resolve({ status: res.statusCode, body: obj }),
         );
       });
-      expect(ok).toEqual({ status: 200, body: { req_id: 'cnapi-req-1' } });
+      expect(ok).toEqual({ status: 200, body: {} });
       // A task error reaches CNAPI as an error whose body carries `error` (what it stores).
       const failed = await new Promise<{ status: number; body: any }>((resolve) => {
         client.post('/tasks', { task: 'nop', params: { error: 'boom' } }, (err: any, _req: unknown, res: { statusCode: number }, obj: unknown) =>
@@ -200,7 +206,7 @@ describe('cn-agent HTTP API', () => {
         );
       });
       expect(failed.status).toBe(500);
-      expect(failed.body).toEqual({ error: 'boom', req_id: 'cnapi-req-1' });
+      expect(failed.body).toEqual({ error: 'boom' });
     } finally {
       client.close();
     }

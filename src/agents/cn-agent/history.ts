@@ -9,8 +9,6 @@
  *
  * `pid` is the daemon's pid: tasks run in process, there is no child per task.
  */
-import type { TaskParams } from './types.js';
-
 export const HISTORY_SIZE = 16;
 /** Per entry, so a chatty task cannot grow a CN's memory without bound. */
 export const MAX_LOG_ENTRIES = 200;
@@ -45,7 +43,8 @@ export interface HistoryEntry {
   started_at: string;
   task: string;
   pid: number;
-  params: TaskParams;
+  /** As the request gave them (an object unless the body held something else). */
+  params: unknown;
   status: HistoryStatus;
   errorCount: number;
   messages: HistoryMessage[];
@@ -61,7 +60,7 @@ export class TaskHistory {
     return this.items;
   }
 
-  start(task: string, params: TaskParams, now = new Date()): HistoryEntry {
+  start(task: string, params: unknown, now = new Date()): HistoryEntry {
     const entry: HistoryEntry = {
       started_at: now.toISOString(),
       task,

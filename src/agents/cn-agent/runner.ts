@@ -5,7 +5,8 @@
  * - the event sequence recorded in `/history`: `progress {value:0}`, `start`, the
  *   `start:<step>` / `end:<step>` pairs of stepped tasks, further `progress`, optionally
  *   `error {error, details?}`, then `progress {value:100}` (if not yet there) and `finish`;
- * - the reply: 200 with the finish value plus `req_id`, or 500 `{error, details?, req_id}`;
+ * - the reply: 200 with the finish value, or 500 `{error, details?}`; `req_id` only when the
+ *   params carry one (task.js stamps params.req_id, which CNAPI never sends);
  * - a time limit (3600 s by default): the reply is then 500
  *   "child task process timed out after <n> seconds" and the task is aborted;
  * - one task throwing fails that task only (500, history status `failed`).
@@ -20,6 +21,7 @@ import type { CnSlot } from './cn-slot.js';
 import { FaultInjector } from './faults.js';
 import { finishEntry, recordEvent, recordException } from './history.js';
 import { TaskLogBuffer, type TaskLogWriter } from './task-log.js';
+import { isPlainObject } from './tasks/params.js';
 import {
   TaskError,
   type PreparedTask,
@@ -41,7 +43,8 @@ export interface RunRequest {
   slot: CnSlot;
   task: RegisteredTask;
   prepared: PreparedTask;
-  params: TaskParams;
+  /** The params as they came: an object, or whatever else the body held (the task then fails). */
+  params: unknown;
   /** The HTTP request id (CNAPI's x-request-id). */
   reqId: string;
 }
@@ -102,20 +105,21 @@ export class TaskRunner {
     const log = logFile.taskLog(entry);
     const controller = new AbortController();
     const signal = controller.signal;
-    // Real tasks stamp params.req_id on their events; CNAPI never sends one, so the request id
-    // stands in (CNAPI's x-request-id), which is what a consumer correlating replies wants.
-    const reqId = typeof r.params.req_id === 'string' ? r.params.req_id : r.reqId;
+    const rawParams: TaskParams = isPlainObject(r.params) ? r.params : {};
+    // Real tasks stamp params.req_id on their events and finish value (task.js event()): CNAPI
+    // never sends one, so a real agent's answers carry none, and neither do ours.
+    const reqId = rawParams.req_id;
     let progress = -1;
 
     const event = (name: string, payload: Record<string, unknown>): Record<string, unknown> => {
-      const withId = { ...payload, req_id: reqId };
+      const withId = reqId === undefined ? { ...payload } : { ...payload, req_id: reqId };
       recordEvent(entry, name, withId);
       return withId;
     };
     const ctx: TaskContext = {
       cn,
       task: task.name,
-      rawParams: r.params,
+      rawParams,
       reqId: r.reqId,
       env: this.env,
       log,
@@ -222,7 +226,7 @@ export class TaskRunner {
           // Never leave a request hanging, whatever went wrong in recording the outcome.
           this.log.error({ err, server: cn.uuid, task: task.name }, 'cannot record task outcome');
           finishEntry(entry, 'failed');
-          settle({ statusCode: 500, body: { error: `task ${task.name} failed: ${(err as Error).message}`, req_id: reqId } });
+          settle({ statusCode: 500, body: event('error', { error: `task ${task.name} failed: ${(err as Error).message}` }) });
         }
         this.running--;
         slot.running.delete(controller);

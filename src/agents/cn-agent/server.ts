@@ -7,10 +7,12 @@
  *
  * Routes, to the byte where consumers look (reference cn-agent-spec §2):
  *   POST /tasks    x-server-uuid; `task` in the body or the query; `params`. The reply is held
- *                  until the task ends: 200 result + req_id, or 500 {error, details?, req_id}.
+ *                  until the task ends: 200 with the finish value, or 500 {error, details?}
+ *                  (plus `req_id` only when the params carry one, as task.js stamps it).
  *                  404 with an empty body while the CN is not registered with CNAPI or the
  *                  header names another server; 503 while paused; 409 for a missing
- *                  task/params or bad params; 404 for an unknown task; 400/413 for a bad body.
+ *                  task/params; 404 for an unknown task; 400/413 for a bad body. Params the
+ *                  task refuses are the task's own failure (500 and a history entry).
  *   GET /history   the CN's last 16 tasks.
  *   POST /pause, POST /resume   204.
  * Every reply has `Server: Compute Node Agent`, `x-request-id` (CNAPI's, echoed),
@@ -29,7 +31,7 @@ import { TaskRunner } from './runner.js';
 import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
 import { isPlainObject } from './tasks/params.js';
-import type { TaskEnvironment } from './types.js';
+import { TaskError, type PreparedTask, type TaskEnvironment } from './types.js';
 
 export interface CnAgentServerOptions {
   log: Logger;
@@ -270,31 +272,41 @@ export class CnAgentServer {
     const query = isPlainObject(req.query) ? req.query : {};
     // restify 4 merged the query into params first and the body did not override it.
     const task = query.task !== undefined ? query.task : body.task;
-    const bad = (message: string) => {
+    // What the real HTTP layer checks before any task runs (task_agent.js): the two keys
+    // exist, and the task is in the table. Everything else is the task's own business.
+    if (task === undefined || !Object.hasOwn(body, 'params')) {
       this.rejected.badRequest++;
-      sendError(res, new MockcloudError('InvalidArgument', message));
-    };
-    if (task === undefined) return bad("Missing key 'task'");
-    if (typeof task !== 'string') return bad('task must be a string');
-    if (!Object.hasOwn(body, 'params')) return bad("Missing key 'params'");
-    if (!isPlainObject(body.params)) return bad('params must be an object');
-    const def = findTask(task);
+      sendError(res, new MockcloudError('InvalidArgument', task === undefined ? "Missing key 'task'" : "Missing key 'params'"));
+      return;
+    }
+    const def = typeof task === 'string' ? findTask(task) : undefined;
     if (!def) {
       this.rejected.unknownTask++;
-      sendError(res, new MockcloudError('ResourceNotFound', `Unknown task, '${task.slice(0, 200)}'`));
+      sendError(res, new MockcloudError('ResourceNotFound', `Unknown task, '${String(task).slice(0, 200)}'`));
       return;
     }
-    let prepared;
+    const params = body.params;
+    let prepared: PreparedTask;
     try {
-      prepared = def.prepare(body.params);
+      if (!isPlainObject(params)) throw new TaskError('params must be an object');
+      prepared = def.prepare(params);
     } catch (err) {
-      this.rejected.badRequest++;
-      sendError(res, toMockcloudError(err));
-      return;
+      // A real task checks its own params once it has started and fails with fatal():
+      // a 500 {error} and a history entry, not an HTTP-level refusal.
+      prepared = failingTask(err);
     }
-    const outcome = await this.runner.run({ slot, task: def, prepared, params: body.params, reqId: req.getId() });
+    const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId() });
     res.send(outcome.statusCode, outcome.body);
   }
+}
+
+/** A task whose params did not pass its checks: it runs, and fails with their message. */
+function failingTask(err: unknown): PreparedTask {
+  const message = err instanceof Error ? err.message : String(err);
+  return {
+    locks: [],
+    run: () => Promise.reject(err instanceof TaskError ? err : new TaskError(message)),
+  };
 }
 
 function sendError(res: restify.Response, err: MockcloudError): void {

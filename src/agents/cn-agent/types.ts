@@ -2,7 +2,7 @@
  * The shapes shared by cn-agent's HTTP layer, its task runner and the tasks themselves.
  *
  * A task is defined once (tasks/*.ts) as a `TaskDefinition`: a name, a validator that types
- * the raw `params` at the edge (bad input is a 409 before anything runs), the VMs it must be
+ * the raw `params` at the edge (bad input fails the task before it does anything), the VMs it must be
  * serialised against, and `run`, which gets a `TaskContext` and returns the finish value.
  * Failing the way a real task's `fatal()` does is `throw new TaskError(message, details)`.
  */
@@ -28,7 +28,7 @@ export interface TaskEnvironment {
 export type TaskParams = Record<string, unknown>;
 
 /**
- * A task's finish value. An object gets `req_id` added before it is sent; an array (the zfs
+ * A task's finish value. An object gets the params' `req_id` (if any) added before it is sent; an array (the zfs
  * listings) is sent as it is, as the real agent's JSON encoding of an array does.
  */
 export type TaskResult = Record<string, unknown> | unknown[];
@@ -82,7 +82,7 @@ export interface TaskDefinition<P> {
   name: string;
   /** The real agent's queue name (informational, shown in logs). */
   queue: string;
-  /** Check and type the params; throw MockcloudError('InvalidArgument', ...) on bad input. */
+  /** Check and type the params; throw `invalid(...)` (tasks/params.ts) on bad input: the task then fails with that message. */
   validate(params: TaskParams): P;
   /** VM uuids this task must not overlap with (held for the whole task). */
   vmLocks?(params: P): string[];
@@ -122,7 +122,7 @@ export function defineTask<P>(def: TaskDefinition<P>): RegisteredTask {
 
 /**
  * A task failing the way the real agent's `fatal(msg, details, finishValue)` does: an `error`
- * event `{error, details?}` then `finish`, and a 500 `{error, details?, req_id}` reply.
+ * event `{error, details?}` then `finish`, and a 500 `{error, details?}` reply.
  */
 export class TaskError extends Error {
   constructor(
