@@ -165,6 +165,50 @@ describe('machine_* tasks', () => {
     });
   });
 
+  // node-vmadm lib/index.sunos.js ifExists(): every operation on a do_not_inventory VM fails
+  // with 'VM does not exist' unless include_dni; sdc-cn-agent machine_destroy.js then counts
+  // VmNotFound as done, and machine_create.js finishes with {} when its final load fails.
+  describe('do_not_inventory VMs', () => {
+    it('are missing to every task not given include_dni, and found by those given it', async () => {
+      const params = provisionParams(cn.uuid, { do_not_inventory: true });
+      const created = await postTask(cn, 'machine_create', params);
+      expect(created.status).toBe(200);
+      expect(created.body).toEqual({});
+      const uuid = params.uuid as string;
+      expect(cn.cn.vms.get(uuid, { include_dni: true })?.do_not_inventory).toBe(true);
+      for (const [task, extra, op] of [
+        ['machine_shutdown', {}, 'vmadm.stop'],
+        ['machine_reboot', {}, 'vmadm.reboot'],
+        ['machine_kill', {}, 'vmadm.kill'],
+        ['machine_update', { alias: 'seen' }, 'vmadm.update'],
+        ['machine_create_snapshot', { snapshot_name: 's1' }, 'vmadm.create_snapshot'],
+        ['machine_info', { types: ['all'] }, 'vmadm.info'],
+      ] as const) {
+        const r = await postTask(cn, task, { uuid, ...extra });
+        expect(r.status, task).toBe(500);
+        expect(r.body, task).toEqual({ error: `${op} error: VM does not exist`, details: { restCode: 'VmNotFound' } });
+      }
+      const proc = await postTask(cn, 'machine_proc', { uuid });
+      expect(proc.body).toEqual({ error: `vmadm.load error: vmadm load ${uuid} failed: No such zone`, details: { restCode: 'VmNotFound' } });
+      // A destroy without include_dni "succeeds" and leaves the VM, as on a real CN.
+      expect((await postTask(cn, 'machine_destroy', { uuid })).status).toBe(200);
+      const left = cn.cn.vms.get(uuid, { include_dni: true });
+      expect(left).toMatchObject({ state: 'running', alias: 'test-vm' });
+      expect(left?.snapshots ?? []).toEqual([]);
+      const stopped = await postTask(cn, 'machine_shutdown', { uuid, include_dni: true });
+      expect(stopped.status).toBe(200);
+      expect(stopped.body.vm).toMatchObject({ uuid, state: 'stopped' });
+      expect((await postTask(cn, 'machine_destroy', { uuid, include_dni: 'true' })).status).toBe(200);
+      expect(cn.cn.vms.get(uuid, { include_dni: true })).toBeUndefined();
+    });
+
+    it('a VM that is not there is "VM does not exist" to node-vmadm operations', async () => {
+      const uuid = newUuid();
+      const r = await postTask(cn, 'machine_boot', { uuid });
+      expect(r.body).toEqual({ error: 'vmadm.start error: VM does not exist', details: { restCode: 'VmNotFound' } });
+    });
+  });
+
   describe('power tasks', () => {
     it('machine_shutdown stops the VM; again fails unless idempotent', async () => {
       const { params } = await create();

@@ -6,6 +6,7 @@ import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
 import { mapCreatePayload } from './create-payload.js';
 import { markImageInstalled } from './installed-images.js';
+import { includeDni, nodeVmadm } from './node-vmadm.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
 import { messageOf, restCodeOf } from './vm-common.js';
 
@@ -70,22 +71,27 @@ export const machineCreate = defineTask<CreateParams>({
       const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
         vms.create(payload as Parameters<typeof vms.create>[0]),
       );
-      return { vm: await loadAfter(ctx, vm) };
+      return await finishValue(ctx, vm.uuid);
     } catch (err) {
       failure = err;
     }
     // Like the real task: a VM that exists after a failed create is returned with the error.
-    const existing = failure instanceof TaskError ? undefined : vms.get(p.uuid, { include_dni: true });
+    const existing = failure instanceof TaskError ? undefined : vms.get(p.uuid, { include_dni: includeDni(ctx) });
     if (failure instanceof TaskError) throw failure;
     const restCode = restCodeOf(failure);
     throw new TaskError(messageOf(failure), restCode ? { restCode } : undefined, existing ? { vm: existing } : undefined);
   },
 });
 
-async function loadAfter(ctx: TaskContext, created: Vm): Promise<Vm> {
+/**
+ * The real task ends by loading the VM as node-vmadm does (include_dni as its params say):
+ * `{vm}`, or `{}` when that load fails, e.g. for a DNI VM created without include_dni.
+ */
+async function finishValue(ctx: TaskContext, uuid: string): Promise<{ vm?: Vm }> {
   try {
-    return await ctx.cn.vms.load(created.uuid, { include_dni: true });
-  } catch {
-    return created;
+    return { vm: await nodeVmadm(ctx).load(uuid) };
+  } catch (err) {
+    ctx.log.error(messageOf(err));
+    return {};
   }
 }

@@ -1,4 +1,5 @@
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
 
@@ -9,7 +10,7 @@ export const machineCreateSnapshot = defineTask<SnapshotParams>({
   validate: validateSnapshot,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    await vmadmCall('vmadm.create_snapshot', () => ctx.cn.vms.createSnapshot(p.uuid, p.name));
+    await vmadmCall('vmadm.create_snapshot', () => nodeVmadm(ctx).createSnapshot(p.uuid, p.name));
     return { vm: await loadVm(ctx, p.uuid) };
   },
 });

@@ -1,4 +1,5 @@
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, messageOf, vmadmError } from './vm-common.js';
 
@@ -10,7 +11,7 @@ export const machineDeleteSnapshot = defineTask<SnapshotParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.deleteSnapshot(p.uuid, p.name);
+      await nodeVmadm(ctx).deleteSnapshot(p.uuid, p.name);
     } catch (err) {
       if (!/No snapshot named/.test(messageOf(err))) throw vmadmError('vmadm.delete_snapshot', err);
       ctx.log.info('snapshot %s of %s does not exist: nothing to delete', p.name, p.uuid);

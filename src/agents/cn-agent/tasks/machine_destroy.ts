@@ -4,6 +4,7 @@
  * idempotent.
  */
 import { defineTask, TaskError } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { uuidParam } from './params.js';
 import { isVmNotFound, messageOf, restCodeOf } from './vm-common.js';
 
@@ -15,7 +16,7 @@ export const machineDestroy = defineTask<{ uuid: string }>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.delete(p.uuid);
+      await nodeVmadm(ctx).delete(p.uuid);
     } catch (err) {
       if (isVmNotFound(err)) {
         ctx.log.info('VM %s does not exist: nothing to destroy', p.uuid);

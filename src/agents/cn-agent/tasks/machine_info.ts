@@ -3,6 +3,7 @@
  */
 import { defineTask } from '../types.js';
 import { invalid, optArrayParam, uuidParam } from './params.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { vmadmError } from './vm-common.js';
 
 export const machineInfo = defineTask<{ uuid: string; types: string[] }>({
@@ -15,7 +16,7 @@ export const machineInfo = defineTask<{ uuid: string; types: string[] }>({
   },
   async run(ctx, p) {
     try {
-      return await ctx.cn.vms.info(p.uuid, p.types);
+      return await nodeVmadm(ctx).info(p.uuid, p.types);
     } catch (err) {
       throw vmadmError('vmadm.info', err);
     }

@@ -1,6 +1,7 @@
 import { defineTask } from '../types.js';
 import { flagParam, invalid, uuidParam } from './params.js';
 import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
+import { nodeVmadm } from './node-vmadm.js';
 
 interface KillParams {
   uuid: string;
@@ -25,7 +26,7 @@ export const machineKill = defineTask<KillParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.kill(p.uuid, p.signal !== undefined ? { signal: p.signal } : {});
+      await nodeVmadm(ctx).kill(p.uuid, p.signal !== undefined ? { signal: p.signal } : {});
     } catch (err) {
       if (!(p.idempotent && isNotRunning(err))) throw vmadmError('vmadm.kill', err);
       ctx.log.warn({ err }, 'ignoring vmadm.kill() failure, idempotent flag set');

@@ -4,6 +4,7 @@
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { uuidParam } from './params.js';
 import { vmadmError } from './vm-common.js';
 
@@ -14,7 +15,7 @@ export const machineProc = defineTask<{ uuid: string }>({
   async run(ctx, p) {
     let vm: Vm;
     try {
-      vm = await ctx.cn.vms.load(p.uuid, { include_dni: true });
+      vm = await nodeVmadm(ctx).load(p.uuid);
     } catch (err) {
       throw vmadmError('vmadm.load', err);
     }

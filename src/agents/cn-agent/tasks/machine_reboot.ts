@@ -1,4 +1,5 @@
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { validatePower, type PowerParams } from './power-params.js';
 import { isNotRunning, loadVm, vmadmCall, vmadmError } from './vm-common.js';
 
@@ -9,7 +10,7 @@ export const machineReboot = defineTask<PowerParams>({
   validate: validatePower,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    const vms = ctx.cn.vms;
+    const vms = nodeVmadm(ctx);
     if (p.update) {
       ctx.log.info('Updating vm before rebooting');
       await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }));

@@ -4,6 +4,7 @@
  */
 import { defineTask, TaskError } from '../types.js';
 import { markImageInstalled } from './installed-images.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { optStringParam, uuidParam } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
 
@@ -23,7 +24,7 @@ export const machineReprovision = defineTask<ReprovisionParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     await ctx.step('pre_check', 'Pre-flight sanity check', 20, async () => {
-      if (!(await ctx.cn.vms.exists(p.uuid, { include_dni: true }))) {
+      if (!(await nodeVmadm(ctx).exists(p.uuid))) {
         throw new TaskError(`VM ${p.uuid} does not exist.`);
       }
     });
@@ -32,7 +33,7 @@ export const machineReprovision = defineTask<ReprovisionParams>({
       ctx.log.info(`Dataset ${p.imageUuid} exists.`);
     });
     await ctx.step('reprovision_machine', 'Reprovisioning machine', 100, () =>
-      vmadmCall('vmadm.reprovision', () => ctx.cn.vms.reprovision(p.uuid, { image_uuid: p.imageUuid })),
+      vmadmCall('vmadm.reprovision', () => nodeVmadm(ctx).reprovision(p.uuid, { image_uuid: p.imageUuid })),
     );
     return { vm: await loadVm(ctx, p.uuid) };
   },

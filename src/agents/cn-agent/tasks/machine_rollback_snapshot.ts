@@ -1,4 +1,5 @@
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
 
@@ -9,7 +10,7 @@ export const machineRollbackSnapshot = defineTask<SnapshotParams>({
   validate: validateSnapshot,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    await vmadmCall('vmadm.rollback_snapshot', () => ctx.cn.vms.rollbackSnapshot(p.uuid, p.name));
+    await vmadmCall('vmadm.rollback_snapshot', () => nodeVmadm(ctx).rollbackSnapshot(p.uuid, p.name));
     return { vm: await loadVm(ctx, p.uuid) };
   },
 });

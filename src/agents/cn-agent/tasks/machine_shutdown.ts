@@ -1,4 +1,5 @@
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { validatePower, type PowerParams } from './power-params.js';
 import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
 
@@ -10,7 +11,7 @@ export const machineShutdown = defineTask<PowerParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.stop(p.uuid, { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) });
+      await nodeVmadm(ctx).stop(p.uuid, { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) });
     } catch (err) {
       if (!(p.idempotent && isNotRunning(err))) throw vmadmError('vmadm.stop', err);
       ctx.log.warn({ err }, 'ignoring vmadm.stop() failure, idempotent flag set');

@@ -4,6 +4,7 @@
  */
 import { pruneUpdatePayload } from '../../../vmadm/update.js';
 import { defineTask } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { uuidParam } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
 
@@ -14,7 +15,7 @@ export const machineUpdate = defineTask<{ uuid: string }>({
   validate: (p) => ({ uuid: uuidParam(p, 'uuid') }),
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    const vms = ctx.cn.vms;
+    const vms = nodeVmadm(ctx);
     const { payload, dropped } = pruneUpdatePayload({ ...ctx.rawParams, uuid: p.uuid });
     if (dropped.length > 0) ctx.log.warn({ dropped }, 'invalid update properties removed from payload');
     await vmadmCall('vmadm.update', () => vms.update(p.uuid, payload));

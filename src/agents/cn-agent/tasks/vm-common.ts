@@ -6,6 +6,7 @@
 import { isMockcloudError } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { TaskError, type TaskContext } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 
 /** restCodes vmadm sets on purpose (not the generic catalogue codes). */
 const MEANINGFUL_REST_CODES = new Set(['VmNotFound', 'SnapshotNotFound', 'EALREADYRUNNING', 'ENOTRUNNING', 'ESRCH']);
@@ -30,10 +31,10 @@ export function isVmNotFound(err: unknown): boolean {
   return restCodeOf(err) === 'VmNotFound' || / No such zone$/.test(messageOf(err));
 }
 
-/** The VM as it is now (DNI VMs included: a task on a VM must find it). */
+/** The VM as it is now, as node-vmadm loads it (a DNI VM only with the params' include_dni). */
 export async function loadVm(ctx: TaskContext, uuid: string, what = 'vmadm.load'): Promise<Vm> {
   try {
-    return await ctx.cn.vms.load(uuid, { include_dni: true });
+    return await nodeVmadm(ctx).load(uuid);
   } catch (err) {
     throw vmadmError(what, err);
   }
