@@ -14,6 +14,12 @@ export const HISTORY_SIZE = 16;
 export const MAX_LOG_ENTRIES = 200;
 export const MAX_MESSAGES = 200;
 const MAX_STRING = 1000;
+/**
+ * Params are kept whole, as the real runner keeps them, but no deeper than this: a body may
+ * nest thousands of levels (JSON.parse takes it), and JSON.stringify of such a copy would
+ * overflow the stack for every later reader of `/history` and the task log.
+ */
+export const MAX_PARAMS_DEPTH = 64;
 
 export type HistoryStatus = 'active' | 'finished' | 'failed';
 
@@ -65,7 +71,7 @@ export class TaskHistory {
       started_at: now.toISOString(),
       task,
       pid: process.pid,
-      params,
+      params: depthBounded(params),
       status: 'active',
       errorCount: 0,
       messages: [],
@@ -103,6 +109,16 @@ export function recordLog(entry: HistoryEntry, level: string, args: unknown[]): 
 export function finishEntry(entry: HistoryEntry, status: HistoryStatus, now = new Date()): void {
   entry.status = status;
   entry.finished_at = now.toISOString();
+}
+
+/** A copy of `value` with whatever nests deeper than MAX_PARAMS_DEPTH replaced by a marker. */
+export function depthBounded(value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_PARAMS_DEPTH) return '[nested too deep]';
+  if (Array.isArray(value)) return value.map((v) => depthBounded(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = depthBounded(v, depth + 1);
+  return out;
 }
 
 /** A JSON-safe copy with long strings cut, as the real runner does for logged messages. */

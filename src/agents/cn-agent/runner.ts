@@ -160,7 +160,7 @@ export class TaskRunner {
     this.running++;
     this.counters.started++;
     // Like the agent's request log: in the task's file, not in its history entry.
-    logFile.bunyan.info({ params: r.params }, '%s task params', task.name);
+    logFile.bunyan.info({ params: entry.params }, '%s task params', task.name);
 
     let settle!: (o: TaskOutcome) => void;
     let replied = false;

@@ -24,7 +24,15 @@ class RecordBuffer {
       this.dropped++;
       return;
     }
-    this.lines.push(`${JSON.stringify(rec, safeReplacer())}\n`);
+    let line: string;
+    try {
+      line = JSON.stringify(rec, safeReplacer());
+    } catch (err) {
+      // Logging never fails a task: a record that cannot be written is replaced by a note.
+      const r = rec as { time?: unknown; level?: unknown };
+      line = JSON.stringify({ name: 'cn-agent-task', level: r.level, time: r.time, v: 0, msg: `log record not written: ${(err as Error).message}` });
+    }
+    this.lines.push(`${line}\n`);
   }
 }
 
