@@ -9,6 +9,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
 import type { Logger } from '../common/log.js';
+import { ConnectionGuard } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -59,8 +60,14 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
   // race their reuse.
   server.server.keepAliveTimeout = 65_000;
+  const guard = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024 });
+  guard.watch(server.server);
+  guards.set(server, guard);
   return server;
 }
+
+/** Each server's connection deadlines (connection-guard.ts), kept while it listens. */
+const guards = new WeakMap<RestifyServer, ConnectionGuard>();
 
 export function listen(server: RestifyServer, host: string, port: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -70,6 +77,7 @@ export function listen(server: RestifyServer, host: string, port: number): Promi
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
+      guards.get(server)?.start();
       const addr = server.server.address() as AddressInfo;
       const h = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
       resolve(`http://${h}:${addr.port}`);
@@ -78,6 +86,7 @@ export function listen(server: RestifyServer, host: string, port: number): Promi
 }
 
 export function closeServer(server: RestifyServer): Promise<void> {
+  guards.get(server)?.stop();
   return new Promise((resolve) => {
     const s = server.server as http.Server;
     if (!s.listening) {

@@ -3,6 +3,8 @@
  * what must still hold: every task that is counted ends, `/history` (CNAPI's task-history)
  * keeps answering, and the CN keeps serving.
  */
+import http from 'node:http';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Harness, history, postTask, request, type TestCn } from './helpers.js';
 
@@ -32,6 +34,93 @@ describe('cn-agent under abuse', () => {
     expect(entries.at(-1)).toMatchObject({ task: 'nop', status: 'finished' });
     // What is kept of such params is cut short, never a stack overflow for the next reader.
     expect(JSON.stringify(entries.at(-1).params).length).toBeLessThan(30_000);
+    expect((await postTask(cn, 'nop', {})).status).toBe(200);
+  });
+});
+
+/** A raw TCP connection to a CN's socket; resolves with how long it stayed open. */
+function rawConnection(url: string, onOpen: (sock: net.Socket) => void = () => undefined): { closed: Promise<number>; sock: net.Socket } {
+  const { hostname, port } = new URL(url);
+  const sock = net.connect(Number(port), hostname);
+  const t0 = Date.now();
+  sock.on('connect', () => onOpen(sock));
+  sock.on('error', () => undefined);
+  sock.on('data', () => undefined);
+  const closed = new Promise<number>((resolve) => sock.on('close', () => resolve(Date.now() - t0)));
+  return { closed, sock };
+}
+
+// The real cn-agent is a restify server on Node's http, whose keep-alive timeout is 5 s; the
+// deadlines for headers and bodies are ours (connection-guard.ts), short here to keep the test short.
+describe('cn-agent connection deadlines and caps', () => {
+  let h: Harness;
+  let cn: TestCn;
+  const limits = { headersTimeoutMs: 400, bodyTimeoutMs: 400, idleTimeoutMs: 300, maxConnections: 20 };
+
+  beforeAll(async () => {
+    h = await Harness.create({ connectionLimits: limits });
+    cn = await h.addCn();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('closes a connection that sends nothing, slow headers and a slow body; counts each', async () => {
+    const idle = rawConnection(cn.url);
+    const trickle = rawConnection(cn.url, (sock) => {
+      sock.write('POST /tasks HTTP/1.1\r\n');
+      const iv = setInterval(() => (sock.destroyed ? clearInterval(iv) : sock.write('x-a: b\r\n')), 50);
+    });
+    const slowBody = rawConnection(cn.url, (sock) => {
+      sock.write(`POST /tasks HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-server-uuid: ${cn.uuid}\r\ncontent-length: 1000\r\n\r\n{"task":`);
+      const iv = setInterval(() => (sock.destroyed ? clearInterval(iv) : sock.write(' ')), 50);
+    });
+    for (const c of [idle, trickle, slowBody]) {
+      const ms = await c.closed;
+      expect(ms).toBeGreaterThanOrEqual(300);
+      expect(ms).toBeLessThan(5000);
+    }
+    const stats = h.server.connections.stats();
+    expect(stats.timedOut.waiting).toBeGreaterThanOrEqual(2);
+    expect(stats.timedOut.body).toBeGreaterThanOrEqual(1);
+    expect((await postTask(cn, 'nop', {})).status).toBe(200);
+  });
+
+  it('keeps a connection whose task runs longer than every deadline, then closes it once idle', async () => {
+    const { hostname, port } = new URL(cn.url);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const reply = await new Promise<{ status: number; socket: net.Socket }>((resolve, reject) => {
+        const req = http.request(
+          { host: hostname, port, method: 'POST', path: '/tasks', agent, headers: { 'content-type': 'application/json', 'x-server-uuid': cn.uuid } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, socket: req.socket! }));
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ task: 'nop', params: { sleep: 1 } }));
+      });
+      expect(reply.status).toBe(200);
+      expect(reply.socket.destroyed).toBe(false);
+      const closedAfter = await new Promise<number>((resolve) => {
+        const t0 = Date.now();
+        reply.socket.once('close', () => resolve(Date.now() - t0));
+      });
+      expect(closedAfter).toBeLessThan(5000);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('closes connections beyond the cap at once, and serves again once they are gone', async () => {
+    const held = Array.from({ length: limits.maxConnections }, () => rawConnection(cn.url));
+    await new Promise((r) => setTimeout(r, 100));
+    const extra = rawConnection(cn.url);
+    expect(await extra.closed).toBeLessThan(300);
+    expect(h.server.connections.stats().refused).toBeGreaterThanOrEqual(1);
+    for (const c of held) c.sock.destroy();
+    await Promise.all(held.map((c) => c.closed));
     expect((await postTask(cn, 'nop', {})).status).toBe(200);
   });
 });

@@ -12,6 +12,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConnectionGuard } from '../../common/connection-guard.js';
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 
@@ -23,6 +24,8 @@ export class ListenerSet {
   private port: number;
   /** Binds run one after another, so with port 0 the later ones know the port to reuse. */
   private chain: Promise<void> = Promise.resolve();
+  /** CMON keeps its scrape connections alive; idle ones go after the same 65 s as the servers'. */
+  readonly connections = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024 });
 
   constructor(
     port: number,
@@ -75,6 +78,7 @@ export class ListenerSet {
   }
 
   async closeAll(): Promise<void> {
+    this.connections.stop();
     await this.settled();
     await Promise.all([...this.servers.keys()].map((ip) => this.close(ip)));
   }
@@ -82,6 +86,8 @@ export class ListenerSet {
   private async bind(ip: string): Promise<void> {
     const server = http.createServer(this.handler);
     server.keepAliveTimeout = 65_000;
+    this.connections.watch(server);
+    this.connections.start();
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException): void => {
         reject(new MockcloudError('InternalError', `cmon-agent cannot listen on ${ip}:${this.port}: ${err.message}`, { cause: err }));

@@ -21,6 +21,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import restify from 'restify';
+import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentAddress, MockCn } from '../../mockcn/types.js';
@@ -48,6 +49,8 @@ export interface CnAgentServerOptions {
   hostname?: string;
   /** The shared task log file (task-log.ts); none: task logs only in `/history`. */
   taskLogFile?: string;
+  /** Deadlines and the cap on open connections across every CN's socket (connection-guard.ts). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -62,6 +65,8 @@ const SERVER_NAME = 'Compute Node Agent';
 
 export class CnAgentServer {
   readonly runner: TaskRunner;
+  /** Idle, slow and surplus connections to the CN sockets are closed (connection-guard.ts). */
+  readonly connections: ConnectionGuard;
   readonly rejected: RejectionCounters = { notRegistered: 0, paused: 0, badRequest: 0, unknownTask: 0 };
   private readonly log: Logger;
   private readonly bindIp: string;
@@ -91,17 +96,21 @@ export class CnAgentServer {
       ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
     });
     this.http = this.createRestifyServer();
+    this.connections = new ConnectionGuard(opts.connectionLimits);
+    this.connections.watch(this.http.server);
   }
 
   /** The shared server needs no listening socket of its own; kept for the lifecycle contract. */
   start(): void {
     this.stopped = false;
+    this.connections.start();
   }
 
   /** Detach every CN (their running tasks are aborted and answered) and close their sockets. */
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
+    this.connections.stop();
     await this.taskLog?.close();
   }
 
@@ -124,6 +133,7 @@ export class CnAgentServer {
       tasksInFlight: this.runner.tasksInFlight,
       tasks: { ...this.runner.counters },
       rejected: { ...this.rejected },
+      connections: this.connections.stats(),
       faults: this.runner.faults.size,
     };
   }
