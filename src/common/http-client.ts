@@ -20,6 +20,11 @@ export interface HttpRequest {
   url: string;
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * The whole request's deadline, counted from the call: the wait for a free socket of the
+   * agent, the connection and the answer. A peer that accepts connections but never answers
+   * fails each request within it, not after every queued request before it has timed out.
+   */
   timeoutMs?: number;
   /**
    * An agent's bulk sync (vm-agent to VMAPI, net-agent to NAPI), not a CN's heartbeat, status or
@@ -96,7 +101,9 @@ export class JsonHttpClient {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(payload.length);
     }
-    return new Promise((resolve, reject) => {
+    const timeoutMs = req.timeoutMs ?? this.timeoutMs;
+    return new Promise<HttpResponse<T>>((resolve, reject) => {
+      let deadline: NodeJS.Timeout | undefined;
       const r = http.request(req.url, { method: req.method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -117,13 +124,16 @@ export class JsonHttpClient {
           resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: body as T });
         });
       });
-      r.setTimeout(req.timeoutMs ?? this.timeoutMs, () => {
-        r.destroy(new MockcloudError('GatewayTimeout', `${req.method} ${req.url}: timed out`));
-      });
+      // Destroying a request still queued in the agent takes it out of the queue.
+      deadline = setTimeout(() => {
+        const waited = r.socket ? 'no answer' : 'no free connection';
+        r.destroy(new MockcloudError('GatewayTimeout', `${req.method} ${req.url}: timed out after ${timeoutMs} ms (${waited})`));
+      }, timeoutMs);
       r.on('error', (err) => {
         this.stats.errors++;
         reject(err);
       });
+      r.on('close', () => clearTimeout(deadline));
       r.end(payload);
     });
   }

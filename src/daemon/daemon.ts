@@ -460,7 +460,13 @@ export class Daemon {
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter
-        ? { url: this.config.urls.cnapi ?? null, standalone: reporter.standalone, failingServers: { ...reporter.failingCns }, ...reporter.counters }
+        ? {
+            url: this.config.urls.cnapi ?? null,
+            standalone: reporter.standalone,
+            failingServers: { ...reporter.failingCns },
+            lastFailure: reporter.lastFailure ?? null,
+            ...reporter.counters,
+          }
         : undefined,
       cnAgent: this.cnAgent?.stats?.(),
       agents,

@@ -102,3 +102,34 @@ describe('JsonHttpClient background requests', () => {
     }
   });
 });
+
+describe('JsonHttpClient deadlines', () => {
+  it('fails every request to a peer that accepts but never answers within its deadline, queued ones included', async () => {
+    const sockets: import('node:net').Socket[] = [];
+    const hung = (await import('node:net')).createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/servers/x/events/heartbeat`;
+    const client = new JsonHttpClient({ maxSockets: 2, timeoutMs: 300 });
+    try {
+      const t0 = Date.now();
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          client.request({ method: 'POST', url, body: {} }).then(
+            () => 'answered',
+            (err: Error & { code?: string }) => ({ code: err.code, ms: Date.now() - t0, message: err.message }),
+          ),
+        ),
+      );
+      // Before, the 18 queued behind 2 hung sockets waited for those to time out in turn (9 rounds).
+      for (const r of results) {
+        expect(r).toMatchObject({ code: 'GatewayTimeout' });
+        expect((r as { ms: number }).ms).toBeLessThan(1500);
+      }
+      expect(results.filter((r) => typeof r === 'object' && /no free connection/.test(r.message)).length).toBeGreaterThanOrEqual(10);
+    } finally {
+      client.close();
+      for (const s of sockets) s.destroy();
+      hung.close();
+    }
+  });
+});

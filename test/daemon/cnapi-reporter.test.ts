@@ -83,6 +83,23 @@ describe('CNAPI reporter', () => {
     return reporter;
   }
 
+  // A CNAPI that takes connections and never answers: each CN's heartbeat must fail within one
+  // interval plus the request timeout (sdc-cn-agent lib/heartbeater.js sends every 5 s with a
+  // timeout), not after every heartbeat queued before it has timed out on the few sockets.
+  it('sees a hung CNAPI within an interval and a timeout for every CN, and says so in its counters', async () => {
+    http.close();
+    http = new JsonHttpClient({ maxSockets: 4 });
+    startReporter({ ...FAST, requestTimeoutMs: 300 });
+    const cns = Array.from({ length: 60 }, (_, i) => makeCn(42000 + i).cn);
+    for (const cn of cns) reporter.attach(cn);
+    await waitFor(() => cns.every((cn) => cn.registered), 10_000, 'all registered');
+    cnapi.hang = true;
+    const hungAt = Date.now();
+    await waitFor(() => reporter.failingCns.heartbeat === cns.length, 10_000, 'every CN failing');
+    expect(Date.now() - hungAt).toBeLessThan(FAST.heartbeatIntervalMs! + 300 + 700);
+    expect(reporter.lastFailure).toMatchObject({ kind: 'heartbeat', reason: expect.stringMatching(/timed out after 300 ms/) });
+  });
+
   it('uses the real agent\'s intervals by default', () => {
     expect(DEFAULT_REPORTER_TIMINGS.heartbeatIntervalMs).toBe(5000);
     expect(DEFAULT_REPORTER_TIMINGS.statusIntervalMs).toBe(60_000);

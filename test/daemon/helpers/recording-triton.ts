@@ -1,7 +1,8 @@
 /**
  * A recording stand-in for CNAPI and NAPI, for tests: records every request (method, path,
  * body, headers, time) and answers like the real services do for the routes a mock CN uses.
- * Failures can be injected per route (`failNext`), e.g. to check registration retries.
+ * Failures can be injected per route (`failNext`), e.g. to check registration retries, and
+ * `hang` makes it take requests and never answer them.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +27,9 @@ export class RecordingTriton {
   private readonly failures: { match: RegExp; method?: string; reply: CannedReply; remaining: number }[] = [];
   private server: http.Server | undefined;
   private nextIp = 10;
+  private readonly held: http.ServerResponse[] = [];
+  /** Record requests but never answer them (a CNAPI that accepts connections and hangs). */
+  hang = false;
   url = '';
 
   async start(): Promise<this> {
@@ -44,6 +48,10 @@ export class RecordingTriton {
         }
         const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', body, headers: req.headers, at: Date.now() };
         this.requests.push(rec);
+        if (this.hang) {
+          this.held.push(res);
+          return;
+        }
         const reply = this.reply(rec);
         const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
         res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
@@ -59,6 +67,7 @@ export class RecordingTriton {
     const s = this.server;
     this.server = undefined;
     if (!s) return;
+    for (const res of this.held.splice(0)) res.destroy();
     s.closeAllConnections();
     await new Promise<void>((resolve) => s.close(() => resolve()));
   }

@@ -83,6 +83,8 @@ export class CnapiReporter implements MockCnHooks {
   };
   /** How many CNs' last request of each kind failed. */
   readonly failingCns: Record<MessageKind, number> = { sysinfo: 0, agents: 0, status: 0, heartbeat: 0 };
+  /** The most recent failure, for `mockcloud status`: what CNAPI (or the way to it) did. */
+  lastFailure: { kind: MessageKind; reason: string; at: string } | undefined;
   private readonly links = new Map<string, CnLink>();
   private readonly log: Logger;
   private readonly scheduler: Scheduler;
@@ -337,6 +339,7 @@ export class CnapiReporter implements MockCnHooks {
       reason = (err as Error).message || String(err);
     }
     this.counters[kind].failed++;
+    this.lastFailure = { kind, reason, at: new Date().toISOString() };
     this.onError?.(kind);
     const link = this.links.get(cn.uuid);
     if (link && (link.failing & bit) === 0) {
