@@ -198,6 +198,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   }
   bindIp ??= ((sources.bindIp = 'default'), DEFAULT_BIND_IP);
   if (net.isIP(bindIp) === 0) throw invalid('bindIp', `bind IP ${JSON.stringify(bindIp)} is not an IP address`);
+  // Each CN advertises this address to CNAPI as its `CN Agent IP`: it must be one CNAPI can reach.
+  if (/^(0\.0\.0\.0|::|0:0:0:0:0:0:0:0)$/.test(bindIp)) {
+    throw invalid('bindIp', `bind IP ${bindIp} is a wildcard; each mock CN advertises it to CNAPI as its CN Agent IP, so give the zone's admin IP`);
+  }
 
   const portRangeText = await lookup('portRange');
   const controlPortText = await lookup('controlPort');

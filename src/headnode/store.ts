@@ -115,6 +115,8 @@ export class StateDocument {
   private queued: Promise<void> | undefined;
   private lazyTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Lazy saves failed in a row (a full disk): retried with backoff until one succeeds. */
+  private failedSaves = 0;
 
   constructor(opts: { io: DocIo; snapshot: () => unknown; log: Logger; lazyDelayMs: number }) {
     this.io = opts.io;
@@ -143,13 +145,26 @@ export class StateDocument {
     return this.queued;
   }
 
-  /** Schedule a save within `lazyDelayMs`; failures are logged (nobody is waiting). */
-  saveSoon(): void {
+  /**
+   * Schedule a save within `lazyDelayMs`. Nobody waits for it, so a failure is retried (after
+   * `lazyDelayMs`, doubling up to 60 s) until a save succeeds, with one log line when it starts failing and
+   * one when it works again, not one per attempt.
+   */
+  saveSoon(delayMs = this.lazyDelayMs): void {
     if (this.lazyTimer || this.closed) return;
     this.lazyTimer = setTimeout(() => {
       this.lazyTimer = undefined;
-      this.save().catch((err: unknown) => this.log.error({ err }, 'saving headnode state failed'));
-    }, this.lazyDelayMs);
+      this.save().then(
+        () => {
+          if (this.failedSaves > 0) this.log.info({ failedSaves: this.failedSaves }, 'headnode state saved again');
+          this.failedSaves = 0;
+        },
+        (err: unknown) => {
+          if (this.failedSaves++ === 0) this.log.error({ err }, 'saving headnode state failed; retrying until it can be saved');
+          this.saveSoon(Math.min(60_000, Math.max(1, this.lazyDelayMs) * 2 ** Math.min(this.failedSaves, 16)));
+        },
+      );
+    }, delayMs);
     this.lazyTimer.unref();
   }
 

@@ -124,3 +124,20 @@ describe('cn-agent connection deadlines and caps', () => {
     expect((await postTask(cn, 'nop', {})).status).toBe(200);
   });
 });
+
+describe('cn-agent long waits', () => {
+  it('a nop asked to sleep past Node\'s longest timer (2^31-1 ms) still sleeps, until the task limit ends it', async () => {
+    // sdc-cn-agent lib/backends/smartos/tasks/nop.js sleeps params.sleep seconds.
+    const h = await Harness.create({ taskTimeoutSeconds: 1 });
+    try {
+      const cn = await h.addCn();
+      const t0 = Date.now();
+      const r = await postTask(cn, 'nop', { sleep: 2 ** 31 / 1000 + 5 });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ error: 'child task process timed out after 1 seconds' });
+    } finally {
+      await h.close();
+    }
+  });
+});

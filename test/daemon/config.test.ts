@@ -90,6 +90,9 @@ describe('daemon configuration', () => {
     await expect(bad({ cnapiUrl: 'not a url' })).rejects.toThrow(/--cnapi-url \/ MOCKCLOUD_CNAPI_URL/);
     await expect(bad({ cnapiUrl: 'ftp://x' })).rejects.toThrow(/http/);
     await expect(bad({ bindIp: 'localhost' })).rejects.toThrow(/--bind-ip/);
+    // Every CN would advertise it to CNAPI as its CN Agent IP.
+    await expect(bad({ bindIp: '0.0.0.0' })).rejects.toThrow(/wildcard.*--bind-ip/);
+    await expect(bad({ bindIp: '::' })).rejects.toThrow(/wildcard.*--bind-ip/);
     await expect(bad({ portRange: '9000-8000' })).rejects.toThrow(/--port-range/);
     await expect(bad({ portRange: '0-10' })).rejects.toThrow(/port/);
     await expect(bad({ controlPort: '70000' })).rejects.toThrow(/--control-port/);
