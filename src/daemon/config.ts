@@ -70,6 +70,12 @@ export interface DaemonConfig {
   configFile?: string;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
+  /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
+  maxTasks?: number;
+  maxTasksPerServer?: number;
+  maxQueuedTasks?: number;
+  /** Open connections across all CN sockets; absent: the default. */
+  maxConnections?: number;
   /** Where each setting came from, for `GET /config` and the start-up log. */
   sources: Record<string, ConfigSource>;
 }
@@ -100,6 +106,25 @@ export const SETTINGS = [
   { key: 'platform', flag: 'platform', env: 'MOCKCLOUD_PLATFORM', help: 'sysinfo "Live Image" of new CNs' },
   { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: stderr)' },
   { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
+  { key: 'maxTasks', flag: 'max-tasks', env: 'MOCKCLOUD_MAX_TASKS', help: 'cn-agent tasks running at once across all CNs (default 128)' },
+  {
+    key: 'maxTasksPerServer',
+    flag: 'max-tasks-per-server',
+    env: 'MOCKCLOUD_MAX_TASKS_PER_SERVER',
+    help: 'cn-agent tasks running at once on one CN (default 16); more wait their turn',
+  },
+  {
+    key: 'maxQueuedTasks',
+    flag: 'max-queued-tasks',
+    env: 'MOCKCLOUD_MAX_QUEUED_TASKS',
+    help: 'tasks waiting for their turn (default 8192); beyond it cn-agent answers 503',
+  },
+  {
+    key: 'maxConnections',
+    flag: 'max-connections',
+    env: 'MOCKCLOUD_MAX_CONNECTIONS',
+    help: "open connections across all CNs' cn-agent sockets (default 4096); beyond it new ones are closed",
+  },
 ] as const;
 
 export type SettingKey = (typeof SETTINGS)[number]['key'];
@@ -237,6 +262,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (logLevel !== undefined) config.logLevel = logLevel;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
+    const text = await lookup(key);
+    if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
+  }
   return config;
 }
 
@@ -311,6 +340,14 @@ function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
   const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
   if (!Number.isInteger(n) || n > 65535 || (!zeroOk && n === 0)) {
     throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
+  }
+  return n;
+}
+
+function parseCount(key: SettingKey, text: string, zeroOk: boolean): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || (!zeroOk && n === 0)) {
+    throw invalid(key, `${JSON.stringify(text)} is not a whole number${zeroOk ? '' : ' > 0'}`);
   }
   return n;
 }

@@ -23,6 +23,12 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
     bindIp: config.bindIp,
     portRange: config.portRange,
     taskLogFile: path.join(config.dataDir, 'logs', 'cn-agent-tasks.log'),
+    admissionLimits: {
+      ...(config.maxTasks !== undefined ? { maxInFlight: config.maxTasks } : {}),
+      ...(config.maxTasksPerServer !== undefined ? { maxPerCn: config.maxTasksPerServer } : {}),
+      ...(config.maxQueuedTasks !== undefined ? { maxQueued: config.maxQueuedTasks } : {}),
+    },
+    ...(config.maxConnections !== undefined ? { connectionLimits: { maxConnections: config.maxConnections } } : {}),
     env: {
       log: log.child({ component: 'cn-agent-tasks' }),
       http,

@@ -98,6 +98,19 @@ describe('daemon configuration', () => {
     await expect(bad({ controlPort: '70000' })).rejects.toThrow(/--control-port/);
     await expect(bad({ adminUuid: 'admin' })).rejects.toThrow(/--admin-uuid/);
     await expect(bad({ logLevel: 'loud' })).rejects.toThrow(/--log-level/);
+    await expect(bad({ maxTasks: '0' })).rejects.toThrow(/--max-tasks \//);
+    await expect(bad({ maxTasksPerServer: 'many' })).rejects.toThrow(/--max-tasks-per-server/);
+    await expect(bad({ maxConnections: '-5' })).rejects.toThrow(/--max-connections/);
+  });
+
+  it('takes the task and connection bounds from flags, env or file', async () => {
+    const c = await resolveConfig({
+      flags: { dataDir: dir, maxTasks: '64', maxQueuedTasks: '0' },
+      env: { MOCKCLOUD_MAX_TASKS_PER_SERVER: '4', MOCKCLOUD_MAX_CONNECTIONS: '1000' },
+      mdata: noMdata,
+    });
+    expect(c).toMatchObject({ maxTasks: 64, maxTasksPerServer: 4, maxQueuedTasks: 0, maxConnections: 1000 });
+    expect(c.sources).toMatchObject({ maxTasks: 'flag', maxTasksPerServer: 'env' });
   });
 
   it('takes test timings from the config file only, validated', async () => {

@@ -25,6 +25,7 @@ import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentAddress, MockCn } from '../../mockcn/types.js';
+import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { PortAllocator, type PortRange } from './listeners.js';
@@ -51,6 +52,8 @@ export interface CnAgentServerOptions {
   taskLogFile?: string;
   /** Deadlines and the cap on open connections across every CN's socket (connection-guard.ts). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** How many tasks run at once, and wait, across the fleet and per CN (admission.ts). */
+  admissionLimits?: Partial<AdmissionLimits>;
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -67,6 +70,8 @@ export class CnAgentServer {
   readonly runner: TaskRunner;
   /** Idle, slow and surplus connections to the CN sockets are closed (connection-guard.ts). */
   readonly connections: ConnectionGuard;
+  /** Tasks beyond the bounds wait their turn, or beyond the queue are refused (admission.ts). */
+  readonly admission: TaskAdmission;
   readonly rejected: RejectionCounters = { notRegistered: 0, paused: 0, badRequest: 0, unknownTask: 0 };
   private readonly log: Logger;
   private readonly bindIp: string;
@@ -97,6 +102,7 @@ export class CnAgentServer {
     });
     this.http = this.createRestifyServer();
     this.connections = new ConnectionGuard(opts.connectionLimits);
+    this.admission = new TaskAdmission(opts.admissionLimits);
     this.connections.watch(this.http.server);
   }
 
@@ -134,6 +140,7 @@ export class CnAgentServer {
       tasks: { ...this.runner.counters },
       rejected: { ...this.rejected },
       connections: this.connections.stats(),
+      admission: this.admission.stats(),
       faults: this.runner.faults.size,
     };
   }
@@ -180,6 +187,7 @@ export class CnAgentServer {
     if (!slot) return;
     this.slots.delete(uuid);
     slot.open = false;
+    this.admission.dropCn(uuid, new Error(`task aborted: ${this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed'}`));
     const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
     await slot.abortAll(this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed');
     // Let the aborted tasks' replies go out before the connections are cut.
@@ -305,8 +313,34 @@ export class CnAgentServer {
       // a 500 {error} and a history entry, not an HTTP-level refusal.
       prepared = failingTask(err);
     }
-    const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId() });
-    res.send(outcome.statusCode, outcome.body);
+    // A task waiting for its turn whose client has gone leaves the queue.
+    const gone = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) gone.abort(new Error('the client went away'));
+    };
+    res.once('close', onClose);
+    let release;
+    try {
+      release = await this.admission.acquire(slot.cn.uuid, gone.signal);
+    } catch (err) {
+      res.off('close', onClose);
+      if (gone.signal.aborted) return;
+      const e = toMockcloudError(err);
+      if (e.code === 'ServiceUnavailable') {
+        res.header('retry-after', '1');
+        sendError(res, e);
+      } else {
+        res.send(500, { error: e.message });
+      }
+      return;
+    }
+    res.off('close', onClose);
+    try {
+      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId() });
+      res.send(outcome.statusCode, outcome.body);
+    } finally {
+      release();
+    }
   }
 }
 

@@ -1,0 +1,162 @@
+/**
+ * How many tasks the daemon runs at once. A real CN forks a process per task and its kernel
+ * spreads them; every mock CN shares one thread, where 5,000 tasks let loose at once kept the
+ * fleet's heartbeats waiting 16 s. So tasks run within a fleet-wide and a per-CN bound; the
+ * rest wait their turn in one FIFO queue (a CN at its bound does not hold up the others), and
+ * beyond the queue's bound a task is refused at once with the answer a real cn-agent gives
+ * when it takes no work (503 ServiceUnavailable, lib/server.js), never by dropping the
+ * connection. A waiting task whose client went away leaves the queue.
+ */
+import { MockcloudError } from '../../common/errors.js';
+
+export interface AdmissionLimits {
+  /** Tasks running at once across the fleet. */
+  maxInFlight: number;
+  /** Tasks running at once on one CN. */
+  maxPerCn: number;
+  /** Tasks waiting for their turn across the fleet; beyond it they are refused. */
+  maxQueued: number;
+}
+
+export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxInFlight: 128, maxPerCn: 16, maxQueued: 8192 };
+
+export interface AdmissionStats {
+  limits: AdmissionLimits;
+  inFlight: number;
+  queued: number;
+  /** Tasks that had to wait, ever. */
+  waited: number;
+  /** Tasks refused because the queue was full, ever. */
+  refused: number;
+  /** Waiting tasks whose client went away or whose CN was removed, ever. */
+  abandoned: number;
+}
+
+/** Give back a task's place: call exactly once when it has ended. */
+export type Release = () => void;
+
+interface Waiter {
+  cn: string;
+  grant: (release: Release) => void;
+  fail: (err: Error) => void;
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  queued: boolean;
+}
+
+export class TaskAdmission {
+  readonly limits: AdmissionLimits;
+  private inFlight = 0;
+  private readonly perCn = new Map<string, number>();
+  private head: Waiter | undefined;
+  private tail: Waiter | undefined;
+  private queued = 0;
+  private readonly counters = { waited: 0, refused: 0, abandoned: 0 };
+
+  constructor(limits: Partial<AdmissionLimits> = {}) {
+    this.limits = { ...DEFAULT_ADMISSION_LIMITS, ...limits };
+    for (const [k, v] of Object.entries(this.limits)) {
+      if (!Number.isInteger(v) || v < (k === 'maxQueued' ? 0 : 1)) {
+        throw new MockcloudError('InvalidArgument', `task admission limit ${k} must be a whole number${k === 'maxQueued' ? '' : ' > 0'}`);
+      }
+    }
+  }
+
+  stats(): AdmissionStats {
+    return { limits: { ...this.limits }, inFlight: this.inFlight, queued: this.queued, ...this.counters };
+  }
+
+  /**
+   * A place for one task on `cn`: at once when there is room, else after the tasks before it.
+   * Rejects with 503 ServiceUnavailable when the queue is full, and with `signal`'s reason when
+   * it is aborted while waiting.
+   */
+  acquire(cn: string, signal?: AbortSignal): Promise<Release> {
+    // Every release hands places to the waiters that fit, so while `cn` has room nobody who
+    // could run is waiting: those in the queue wait for CNs at their bound.
+    if (this.hasRoom(cn)) return Promise.resolve(this.take(cn));
+    if (this.queued >= this.limits.maxQueued) {
+      this.counters.refused++;
+      return Promise.reject(
+        new MockcloudError('ServiceUnavailable', `CN Agent is not accepting tasks: ${this.inFlight} running and ${this.queued} waiting`),
+      );
+    }
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<Release>((resolve, reject) => {
+      const w: Waiter = { cn, grant: resolve, fail: reject, prev: this.tail, next: undefined, queued: true };
+      if (this.tail) this.tail.next = w;
+      else this.head = w;
+      this.tail = w;
+      this.queued++;
+      this.counters.waited++;
+      signal?.addEventListener(
+        'abort',
+        () => {
+          if (!w.queued) return;
+          this.unlink(w);
+          this.counters.abandoned++;
+          w.fail(abortReason(signal));
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Fail every task of `cn` still waiting (the CN is going away). */
+  dropCn(cn: string, reason: Error): void {
+    for (let w = this.head; w; ) {
+      const next = w.next;
+      if (w.cn === cn) {
+        this.unlink(w);
+        this.counters.abandoned++;
+        w.fail(reason);
+      }
+      w = next;
+    }
+  }
+
+  private hasRoom(cn: string): boolean {
+    return this.inFlight < this.limits.maxInFlight && (this.perCn.get(cn) ?? 0) < this.limits.maxPerCn;
+  }
+
+  private take(cn: string): Release {
+    this.inFlight++;
+    this.perCn.set(cn, (this.perCn.get(cn) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      const left = (this.perCn.get(cn) ?? 1) - 1;
+      if (left === 0) this.perCn.delete(cn);
+      else this.perCn.set(cn, left);
+      this.dispatch();
+    };
+  }
+
+  /** Start the oldest waiting tasks that now fit, skipping those of CNs at their bound. */
+  private dispatch(): void {
+    for (let w = this.head; w && this.inFlight < this.limits.maxInFlight; ) {
+      const next = w.next;
+      if ((this.perCn.get(w.cn) ?? 0) < this.limits.maxPerCn) {
+        this.unlink(w);
+        w.grant(this.take(w.cn));
+      }
+      w = next;
+    }
+  }
+
+  private unlink(w: Waiter): void {
+    w.queued = false;
+    if (w.prev) w.prev.next = w.next;
+    else this.head = w.next;
+    if (w.next) w.next.prev = w.prev;
+    else this.tail = w.prev;
+    w.prev = w.next = undefined;
+    this.queued--;
+  }
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('aborted');
+}
