@@ -30,6 +30,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('tasks', { type: 'number', describe: 'tasks of each kind for latency (default 300; quick 40)' })
     .option('concurrency', { type: 'number', default: 1, describe: 'tasks in flight for the latency figures' })
     .option('load-concurrency', { type: 'number', default: 8, describe: 'tasks in flight for a second, loaded latency run (0: skip it)' })
+    .option('burst', { type: 'number', describe: 'nop tasks sent all at once, measuring heartbeats meanwhile (default 5000; quick 300; 0: skip)' })
     .option('vms-per-cn', { type: 'number', describe: 'VMs created on every CN (default 10; quick 3)' })
     .option('vm-concurrency', { type: 'number', default: 32, describe: 'machine_create tasks in flight while filling CNs' })
     .option('vm-budget', { type: 'number', describe: 'time bound of VM creation per step, s (default 600; quick 30)' })
@@ -64,6 +65,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     tasksPerKind: Math.floor(pos('tasks', a.tasks, quick ? 40 : 300)),
     taskConcurrency: Math.max(1, Math.floor(pos('concurrency', a.concurrency, 1))),
     loadConcurrency: Math.floor(pos('load-concurrency', a['load-concurrency'], 8)),
+    burstTasks: Math.floor(pos('burst', a.burst, quick ? 300 : 5000)),
     vmsPerCn: Math.floor(pos('vms-per-cn', a['vms-per-cn'], quick ? 3 : 10)),
     vmConcurrency: Math.max(1, Math.floor(pos('vm-concurrency', a['vm-concurrency'], 32))),
     vmBudgetSeconds: pos('vm-budget', a['vm-budget'], quick ? 30 : 600),

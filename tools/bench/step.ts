@@ -6,7 +6,8 @@
  *   3. start      restart over the N CNs: seconds until every CN registered and heartbeated
  *   4. idle       after settling: RSS, RSS per CN, CPU % over a window, heartbeats and status
  *                 reports per second the sink received, the worst heartbeat gap
- *   5. tasks      `nop` and `machine_create` latency under that load
+ *   5. tasks      `nop` and `machine_create` latency under that load; then a burst of tasks
+ *                 sent at once, and the worst heartbeat gap while it lasts
  *   6. VMs        up to vmsPerCn VMs on every CN: creation throughput
  *   7. VM memory  restart over CNs + VMs, idle: RSS per VM
  *
@@ -25,7 +26,7 @@ import { heapSnapshot, InspectorSession, startProfile, stopProfile } from './pro
 import type { SinkProcess } from './sink/sink-process.js';
 import type { SinkStats } from './sink/sink.js';
 import { round, summarize } from './stats.js';
-import { runTasks, type TaskRunResult, type TaskTarget } from './task-load.js';
+import { runBurst, runTasks, type TaskRunResult, type TaskTarget } from './task-load.js';
 import type { BenchOptions, StepResult } from './types.js';
 import { machineCreateParams, type ExternalNetwork } from './vm-payload.js';
 
@@ -236,6 +237,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     };
     result.tasks = await measure(opts.taskConcurrency);
     if (opts.loadConcurrency > 0) result.tasksUnderLoad = await measure(opts.loadConcurrency);
+    if (opts.burstTasks > 0) result.burst = await burst(sink, targets, opts, say);
 
     // After the latency figures, so the profiler and the snapshot's GC cannot touch them.
     if (ctx.profileThis) {
@@ -314,6 +316,33 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     result.seconds = round((performance.now() - started) / 1000, 1);
   }
   return result;
+}
+
+/**
+ * `burstTasks` nop tasks at once over the CNs. The heartbeat gaps are read from the burst's
+ * start until one heartbeat interval (plus a second) after its end, so a CN held up by the
+ * burst shows its late beat.
+ */
+async function burst(sink: SinkProcess, targets: TaskTarget[], opts: BenchOptions, say: (m: string) => void): Promise<NonNullable<StepResult['burst']>> {
+  say(`burst: ${opts.burstTasks} nop tasks at once over ${targets.length} CNs`);
+  await sink.mark();
+  const r = await runBurst(targets, opts.burstTasks, 'nop');
+  await sleep(heartbeatIntervalMs(opts) + 1000);
+  const s = await sink.stats();
+  const lat = summarize(r.latenciesMs);
+  return {
+    tasks: opts.burstTasks,
+    answered: r.answered,
+    refused: r.refused,
+    failed: r.failed,
+    failures: r.failures,
+    p50Ms: lat.p50Ms,
+    p99Ms: lat.p99Ms,
+    maxMs: lat.maxMs,
+    seconds: round(r.seconds, 2),
+    worstHeartbeatGapMs: s.cns.worstGapMs,
+    silentCns: s.cns.silentSinceMark,
+  };
 }
 
 function taskSummary(r: TaskRunResult) {

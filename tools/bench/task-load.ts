@@ -37,11 +37,20 @@ const TASK_TIMEOUT_MS = 60_000;
 /** One keep-alive agent for the harness, as CNAPI reuses its connections. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
+/** The burst's own agent: every task on a connection of its own, all at once. */
+const burstAgent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+
 export function closeTaskAgent(): void {
   agent.destroy();
+  burstAgent.destroy();
 }
 
-export function postTask(target: TaskTarget, task: string, params: Record<string, unknown>): Promise<TaskOutcome> {
+export function postTask(
+  target: TaskTarget,
+  task: string,
+  params: Record<string, unknown>,
+  via: http.Agent = agent,
+): Promise<TaskOutcome> {
   const payload = Buffer.from(JSON.stringify({ task, params }));
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -51,7 +60,7 @@ export function postTask(target: TaskTarget, task: string, params: Record<string
         port: target.port,
         method: 'POST',
         path: '/tasks',
-        agent,
+        agent: via,
         headers: {
           'content-type': 'application/json',
           'content-length': payload.length,
@@ -130,6 +139,45 @@ export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, opts.count)) }, worker));
   result.seconds = (performance.now() - started) / 1000;
   return result;
+}
+
+export interface BurstResult {
+  answered: number;
+  refused: number;
+  failed: number;
+  failures: string[];
+  /** Latencies (ms) of the answered tasks. */
+  latenciesMs: number[];
+  seconds: number;
+}
+
+/** `count` tasks sent at once, round-robin over the targets, each on its own connection. */
+export async function runBurst(targets: readonly TaskTarget[], count: number, task: string): Promise<BurstResult> {
+  const out: BurstResult = { answered: 0, refused: 0, failed: 0, failures: [], latenciesMs: [], seconds: 0 };
+  if (targets.length === 0 || count <= 0) return out;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const target = targets[i % targets.length]!;
+      try {
+        const r = await postTask(target, task, {}, burstAgent);
+        if (r.status === 200) {
+          out.answered++;
+          out.latenciesMs.push(r.ms);
+        } else if (r.status === 503) {
+          out.refused++;
+        } else {
+          out.failed++;
+          if (out.failures.length < 5) out.failures.push(`${task} on ${target.uuid}: HTTP ${r.status} ${short(r.body)}`);
+        }
+      } catch (err) {
+        out.failed++;
+        if (out.failures.length < 5) out.failures.push(`${task} on ${target.uuid}: ${(err as Error).message}`);
+      }
+    }),
+  );
+  out.seconds = (performance.now() - started) / 1000;
+  return out;
 }
 
 function noteFailure(result: TaskRunResult, what: string): void {

@@ -14,6 +14,8 @@ export interface BenchOptions {
   taskConcurrency: number;
   /** Tasks in flight for the second, loaded run (0: none). */
   loadConcurrency: number;
+  /** Tasks sent all at once in the burst phase (0: no burst). */
+  burstTasks: number;
   vmsPerCn: number;
   vmConcurrency: number;
   /** Time bound of the VM creation phase, s. */
@@ -107,6 +109,23 @@ export interface StepResult {
   tasks?: TaskFigures;
   /** The same tasks again with `loadConcurrency` in flight: latency when tasks queue up. */
   tasksUnderLoad?: TaskFigures;
+  /** `burstTasks` nop tasks sent at once over the CNs: what the fleet's heartbeats went through. */
+  burst?: {
+    tasks: number;
+    answered: number;
+    /** 503 ServiceUnavailable: beyond the daemon's task queue. */
+    refused: number;
+    /** Anything else: other status codes, resets, timeouts. */
+    failed: number;
+    failures: string[];
+    p50Ms: number;
+    p99Ms: number;
+    maxMs: number;
+    seconds: number;
+    /** The worst gap between two heartbeats of one CN from the burst's start to a heartbeat interval after its end. */
+    worstHeartbeatGapMs: number;
+    silentCns: number;
+  };
   vms?: {
     perCn: number;
     target: number;
