@@ -319,7 +319,7 @@ export function datasetProperties(view: ZfsView, d: Dataset): Record<string, str
       case 'compressratio':
         return '1.00x';
       case 'mounted':
-        return snap ? '-' : d.mountpoint.startsWith('/') && inherited(view, d, 'canmount') !== 'off' ? 'yes' : 'no';
+        return snap ? '-' : d.mountpoint.startsWith('/') && d.local.canmount !== 'off' ? 'yes' : 'no';
       case 'mountpoint':
         return snap ? '-' : d.mountpoint;
       case 'origin':
