@@ -7,6 +7,8 @@
  *   <data-dir>/servers/<uuid>/vms/<vm uuid>.json
  *   <data-dir>/servers/<uuid>/logs/cn-agent/<timestamp>-<task>.log   (the original's; mockcloud
  *                       writes task logs to <data-dir>/logs/cn-agent-tasks.log instead)
+ *   <data-dir>/servers/<uuid>/zfs.json   (mockcloud's: what cn-agent's ZFS write tasks changed,
+ *                       written on the first such task)
  *
  * A CN mockcloud creates starts with sysinfo.json alone: agents/ is implicit until an agents
  * task writes it (agents-dir.ts), vms/ appears when the VM store opens.

@@ -374,11 +374,12 @@ describe('server tasks', () => {
       expect(r.body[0].size).toBe(nicenum(Number(c.cn.sysinfo['Zpool Size in GiB']) * 1024 ** 3));
     });
 
+    // vmadm names a VM's snapshots `<zfs_filesystem>@vmsnap-<name>` (smartos-live src/vm/node_modules/VM.js).
     it('zfs_list_datasets includes the VM dataset and its snapshot', async () => {
       const r = await postTask(c, 'zfs_list_datasets', {});
       expect(r.status).toBe(200);
       const names = r.body.map((d: any) => d.name);
-      expect(names).toEqual(expect.arrayContaining(['zones', `zones/${vmUuid}`, `zones/${vmUuid}@before-upgrade`, `zones/cores/${vmUuid}`]));
+      expect(names).toEqual(expect.arrayContaining(['zones', `zones/${vmUuid}`, `zones/${vmUuid}@vmsnap-before-upgrade`, `zones/cores/${vmUuid}`]));
       const vmDs = r.body.find((d: any) => d.name === `zones/${vmUuid}`);
       expect(vmDs).toEqual({ name: `zones/${vmUuid}`, used: expect.any(String), avail: '10G', refer: expect.any(String), type: 'filesystem', mountpoint: `/zones/${vmUuid}` });
     });
@@ -386,10 +387,14 @@ describe('server tasks', () => {
     it('zfs_list_snapshots lists the snapshots under a dataset, and fails for an unknown one', async () => {
       const r = await postTask(c, 'zfs_list_snapshots', { dataset: `zones/${vmUuid}` });
       expect(r.status).toBe(200);
-      expect(r.body.map((d: any) => d.name)).toEqual([`zones/${vmUuid}@before-upgrade`]);
+      expect(r.body.map((d: any) => d.name)).toEqual([`zones/${vmUuid}@vmsnap-before-upgrade`]);
       const bad = await postTask(c, 'zfs_list_snapshots', { dataset: 'zones/nope' });
       expect(bad.status).toBe(500);
-      expect(bad.body.error).toBe("failed to list ZFS datasets: cannot open 'zones/nope': dataset does not exist");
+      // node-zfs's zfs.list runs execFile: its error message carries the command line.
+      expect(bad.body.error).toBe(
+        'failed to list ZFS datasets: Command failed: /sbin/zfs list -H -o name,used,avail,refer,type,mountpoint -t snapshot -r zones/nope\n' +
+          "cannot open 'zones/nope': dataset does not exist\n",
+      );
     });
 
     it('zfs_get_properties answers parseable values per dataset', async () => {

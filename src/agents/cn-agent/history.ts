@@ -4,7 +4,8 @@
  * (cn-agent lib/task_agent/task_runner.js):
  *
  *   {started_at, task, pid, params, status: 'active'|'finished'|'failed', errorCount,
- *    messages: [{type:'event', name, event, timestamp} | {type:'exception', error, timestamp}],
+ *    messages: [{type:'event', name, event, timestamp} | {type:'exception', error, timestamp}
+ *               | {type:'subtask', resource, task, msg, id, timestamp}],
  *    log: [{timestamp, message: [...], level, type:'message'}], finished_at?}
  *
  * `pid` is the daemon's pid: tasks run in process, there is no child per task.
@@ -36,7 +37,17 @@ export interface HistoryExceptionMessage {
   timestamp: string;
 }
 
-export type HistoryMessage = HistoryEventMessage | HistoryExceptionMessage;
+/** A task's request for a subtask (Task.subTask), recorded as the real runner records it. */
+export interface HistorySubtaskMessage {
+  type: 'subtask';
+  resource: string;
+  task: string;
+  msg: Record<string, unknown>;
+  id: string;
+  timestamp: string;
+}
+
+export type HistoryMessage = HistoryEventMessage | HistoryExceptionMessage | HistorySubtaskMessage;
 
 export interface HistoryLogEntry {
   timestamp: string;
@@ -87,6 +98,12 @@ export function recordEvent(entry: HistoryEntry, name: string, event: unknown): 
   if (name === 'error') entry.errorCount++;
   if (entry.messages.length >= MAX_MESSAGES) return;
   entry.messages.push({ type: 'event', name, event, timestamp: new Date().toISOString() });
+}
+
+export function recordSubtask(entry: HistoryEntry, resource: string, task: string, msg: Record<string, unknown>): void {
+  if (entry.messages.length >= MAX_MESSAGES) return;
+  const id = Math.floor(Math.random() * 0xffffffff).toString(16);
+  entry.messages.push({ type: 'subtask', resource, task, msg, id, timestamp: new Date().toISOString() });
 }
 
 export function recordException(entry: HistoryEntry, err: Error): void {

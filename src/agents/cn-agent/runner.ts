@@ -19,7 +19,7 @@ import type { Logger } from '../../common/log.js';
 import { abortableSleep, reasonOf } from './abortable.js';
 import type { CnSlot } from './cn-slot.js';
 import { FaultInjector } from './faults.js';
-import { finishEntry, recordEvent, recordException } from './history.js';
+import { finishEntry, recordEvent, recordException, recordSubtask } from './history.js';
 import { TaskLogBuffer, type TaskLogWriter } from './task-log.js';
 import { isPlainObject } from './tasks/params.js';
 import {
@@ -155,6 +155,7 @@ export class TaskRunner {
         }
       },
       sleep: (ms: number) => abortableSleep(ms, signal),
+      subtask: (resource, subtask, msg) => recordSubtask(entry, resource, subtask, msg),
     };
 
     this.running++;

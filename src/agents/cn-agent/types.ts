@@ -9,6 +9,7 @@
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';
+import type { ZfsStore } from './tasks/zfs-state.js';
 
 /** What every task may use besides its CN: shared, never per CN. */
 export interface TaskEnvironment {
@@ -52,6 +53,8 @@ export interface InstalledImage {
 export interface CnTaskState {
   images: Map<string, InstalledImage>;
   overprovisionRatio?: string;
+  /** What the ZFS write tasks changed, loaded from the CN's zfs.json on first use. */
+  zfs?: ZfsStore;
 }
 
 export interface TaskContext {
@@ -76,6 +79,11 @@ export interface TaskContext {
   withVmLock<T>(vmUuid: string, fn: () => Promise<T>): Promise<T>;
   /** Wait `ms`, or reject when the task is aborted. */
   sleep(ms: number): Promise<void>;
+  /**
+   * Ask for a subtask, as the real Task.subTask does: the request is recorded in the task's
+   * history entry (`{type: 'subtask', resource, task, msg, id}`); nothing answers it.
+   */
+  subtask?(resource: string, task: string, msg: Record<string, unknown>): void;
 }
 
 export interface TaskDefinition<P> {

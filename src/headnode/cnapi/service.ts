@@ -14,6 +14,7 @@ import { closeServer, createServer, listen, type RestifyServer } from '../http.j
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountVmRoutes } from './routes-vms.js';
+import { mountZfsRoutes } from './routes-zfs.js';
 import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
 import { TaskRegistry } from './tasks.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -125,6 +126,7 @@ export class CnapiService {
     mountServerRoutes(server, ctx);
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
+    mountZfsRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();

@@ -20,6 +20,7 @@ import { machineLoad } from './machine_load.js';
 import { machineProc } from './machine_proc.js';
 import { machineReboot } from './machine_reboot.js';
 import { machineReprovision } from './machine_reprovision.js';
+import { machineScreenshot } from './machine_screenshot.js';
 import { machineRollbackSnapshot } from './machine_rollback_snapshot.js';
 import { machineShutdown } from './machine_shutdown.js';
 import { machineUpdate } from './machine_update.js';
@@ -31,10 +32,20 @@ import { serverOverprovisionRatio } from './server_overprovision_ratio.js';
 import { serverReboot } from './server_reboot.js';
 import { serverSysinfo } from './server_sysinfo.js';
 import { serverUpdateNics } from './server_update_nics.js';
+import { shutdownCnAgentUpdate } from './shutdown_cn_agent_update.js';
+import { sleep } from './sleep.js';
+import { testSubtask } from './test_subtask.js';
+import { zfsCloneDataset } from './zfs_clone_dataset.js';
+import { zfsCreateDataset } from './zfs_create_dataset.js';
+import { zfsDestroyDataset } from './zfs_destroy_dataset.js';
 import { zfsGetProperties } from './zfs_get_properties.js';
 import { zfsListDatasets } from './zfs_list_datasets.js';
 import { zfsListPools } from './zfs_list_pools.js';
 import { zfsListSnapshots } from './zfs_list_snapshots.js';
+import { zfsRenameDataset } from './zfs_rename_dataset.js';
+import { zfsRollbackDataset } from './zfs_rollback_dataset.js';
+import { zfsSetProperties } from './zfs_set_properties.js';
+import { zfsSnapshotDataset } from './zfs_snapshot_dataset.js';
 
 export const TASKS: readonly RegisteredTask[] = [
   // machine_creation
@@ -53,6 +64,7 @@ export const TASKS: readonly RegisteredTask[] = [
   // agents_tasks
   agentInstall,
   agentsUninstall,
+  shutdownCnAgentUpdate,
   refreshAgents,
   // machine_tasks
   machineBoot,
@@ -63,6 +75,7 @@ export const TASKS: readonly RegisteredTask[] = [
   machineShutdown,
   machineUpdate,
   machineUpdateNics,
+  machineScreenshot,
   machineCreateSnapshot,
   machineRollbackSnapshot,
   machineDeleteSnapshot,
@@ -71,13 +84,25 @@ export const TASKS: readonly RegisteredTask[] = [
   // machine_query
   machineLoad,
   machineInfo,
+  // zfs_tasks
+  zfsCreateDataset,
+  zfsDestroyDataset,
+  zfsRenameDataset,
+  zfsSnapshotDataset,
+  zfsRollbackDataset,
+  zfsCloneDataset,
+  zfsSetProperties,
   // zfs_query
   zfsGetProperties,
   zfsListDatasets,
   zfsListSnapshots,
   zfsListPools,
+  // test_sleep
+  sleep,
   // nop
   nop,
+  // test_subtask
+  testSubtask,
 ];
 
 export const TASK_REGISTRY: ReadonlyMap<string, RegisteredTask> = new Map(TASKS.map((t) => [t.name, t]));

@@ -1,11 +1,14 @@
 /**
- * What the zfs query tasks share: the `dataset` param and the CN's ZFS view (zfs-model.ts)
- * with the images it has installed.
+ * What the zfs tasks share: the `dataset` param of the queries, the CN's ZFS state (loaded on
+ * first use, zfs-state.ts), its ZFS view (zfs-model.ts) with the images it has installed, and
+ * running a write the way node-zfs reports a failed command.
  */
 import { TaskError, type TaskContext } from '../types.js';
 import { imagesInUse } from './installed-images.js';
 import { invalid, optStringParam } from './params.js';
+import { ZfsCommandError } from './zfs-names.js';
 import { zfsView, type ZfsView } from './zfs-model.js';
+import { ZfsStore, zfsStateFile, type ZfsChanges } from './zfs-state.js';
 
 const DATASET_RE = /^[A-Za-z0-9_.:%/@-]{1,256}$/;
 
@@ -17,16 +20,52 @@ export function datasetParam(p: Record<string, unknown>): string {
   return ds;
 }
 
-export function viewOf(ctx: TaskContext): ZfsView {
+/**
+ * A param as node-zfs puts it on the zfs command line: the real tasks pass whatever came
+ * (`undefined` included) to execFile, which turns it into a string.
+ */
+export function argParam(p: Record<string, unknown>, key: string): string {
+  return String(p[key]);
+}
+
+function storeOf(ctx: TaskContext): ZfsStore {
+  ctx.state.zfs ??= new ZfsStore(zfsStateFile(ctx.cn.paths.dir));
+  return ctx.state.zfs;
+}
+
+function buildView(ctx: TaskContext, changes: ZfsChanges): ZfsView {
   const images = new Map<string, { uuid: string; size?: number }>();
   for (const uuid of imagesInUse(ctx)) images.set(uuid, { uuid });
   for (const img of ctx.state.images.values()) {
     const file0 = Array.isArray(img.manifest.files) ? (img.manifest.files[0] as { size?: unknown } | undefined) : undefined;
     images.set(img.uuid, typeof file0?.size === 'number' ? { uuid: img.uuid, size: file0.size } : { uuid: img.uuid });
   }
-  return zfsView(ctx.cn, [...images.values()].sort((a, b) => a.uuid.localeCompare(b.uuid)));
+  return zfsView(ctx.cn, [...images.values()].sort((a, b) => a.uuid.localeCompare(b.uuid)), changes);
 }
 
-export function notFound(what: string, ds: string): TaskError {
-  return new TaskError(`${what}: cannot open '${ds}': dataset does not exist`);
+export async function viewOf(ctx: TaskContext): Promise<ZfsView> {
+  return buildView(ctx, await storeOf(ctx).get(ctx.log));
+}
+
+/**
+ * Run one zfs command that changes the CN: computed on a copy of its state, which is written
+ * durably before it becomes visible. A refused command fails the task with
+ * `<what>: Command failed: /sbin/zfs ...\n<stderr>`, as node-zfs's execFile error reads.
+ */
+export async function zfsWrite(ctx: TaskContext, what: string, op: (view: ZfsView, next: ZfsChanges) => void): Promise<void> {
+  const store = storeOf(ctx);
+  const current = await store.get(ctx.log);
+  const next = current.copy();
+  try {
+    op(buildView(ctx, current), next);
+  } catch (err) {
+    if (err instanceof ZfsCommandError) throw new TaskError(`${what}: ${err.execMessage}`);
+    throw err;
+  }
+  await store.commit(next);
+}
+
+/** A failed query as the zfs query tasks report it. */
+export function queryFailure(what: string, err: ZfsCommandError, viaExecFile: boolean): TaskError {
+  return new TaskError(`${what}: ${viaExecFile ? err.execMessage : err.stderr}`);
 }

@@ -1,6 +1,6 @@
 /**
- * zfs_list_datasets: one of the zfs query tasks CNAPI's (deprecated) ZFS endpoints send, answered from the
- * CN's ZFS view (zfs-model.ts) in node-zfs's result shapes.
+ * zfs_list_datasets: `zfs list -t all` of the CN (its ZFS view, zfs-model.ts), one object per
+ * dataset in node-zfs's fields, for CNAPI's (deprecated) `GET /servers/:uuid/datasets`.
  */
 import { defineTask } from '../types.js';
 import { viewOf } from './zfs-common.js';
@@ -11,7 +11,7 @@ export const zfsListDatasets = defineTask<Record<string, never>>({
   queue: 'zfs_query',
   validate: () => ({}),
   async run(ctx) {
-    const rows = viewOf(ctx).datasets.map((d) => ({
+    const rows = (await viewOf(ctx)).datasets.map((d) => ({
       name: d.name,
       used: nicenum(d.used),
       avail: d.type === 'snapshot' ? '-' : nicenum(d.avail),

@@ -1,6 +1,6 @@
 /**
- * zfs_list_pools: one of the zfs query tasks CNAPI's (deprecated) ZFS endpoints send, answered from the
- * CN's ZFS view (zfs-model.ts) in node-zfs's result shapes.
+ * zfs_list_pools: `zpool list` of the CN (its ZFS view, zfs-model.ts, so the space the ZFS
+ * write tasks added counts), for CNAPI's (deprecated) `GET /servers/:uuid/zpools`.
  */
 import { defineTask } from '../types.js';
 import { viewOf } from './zfs-common.js';
@@ -11,7 +11,7 @@ export const zfsListPools = defineTask<Record<string, never>>({
   queue: 'zfs_query',
   validate: () => ({}),
   async run(ctx) {
-    const { pool } = viewOf(ctx);
+    const { pool } = await viewOf(ctx);
     const cap = pool.size > 0 ? Math.round((pool.allocated / pool.size) * 100) : 0;
     ctx.progress(100);
     return [

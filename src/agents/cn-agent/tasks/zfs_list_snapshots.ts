@@ -1,24 +1,26 @@
 /**
- * zfs_list_snapshots: one of the zfs query tasks CNAPI's (deprecated) ZFS endpoints send, answered from the
- * CN's ZFS view (zfs-model.ts) in node-zfs's result shapes.
+ * zfs_list_snapshots: `zfs list -t snapshot -r [<dataset>]` of the CN (its ZFS view,
+ * zfs-model.ts), for CNAPI's (deprecated) `GET /servers/:uuid/datasets/:dataset/snapshots`.
  */
 import { defineTask } from '../types.js';
-import { datasetParam, notFound, viewOf } from './zfs-common.js';
+import { datasetParam, queryFailure, viewOf } from './zfs-common.js';
 import { nicenum } from './zfs-model.js';
+import { isAtOrBelow, ZfsCommandError } from './zfs-names.js';
+
+const LIST_ARGS = ['list', '-H', '-o', 'name,used,avail,refer,type,mountpoint', '-t', 'snapshot'];
 
 export const zfsListSnapshots = defineTask<{ dataset: string }>({
   name: 'zfs_list_snapshots',
   queue: 'zfs_query',
   validate: (p) => ({ dataset: datasetParam(p) }),
   async run(ctx, p) {
-    const { datasets } = viewOf(ctx);
-    if (p.dataset !== '' && !datasets.some((d) => d.name === p.dataset)) {
-      throw notFound('failed to list ZFS datasets', p.dataset);
+    const { datasets, byName } = await viewOf(ctx);
+    if (p.dataset !== '' && !byName.has(p.dataset)) {
+      const err = new ZfsCommandError([...LIST_ARGS, '-r', p.dataset], `cannot open '${p.dataset}': dataset does not exist\n`);
+      throw queryFailure('failed to list ZFS datasets', err, true);
     }
-    const under = (name: string) =>
-      p.dataset === '' || name.startsWith(`${p.dataset}@`) || name.startsWith(`${p.dataset}/`);
     const rows = datasets
-      .filter((d) => d.type === 'snapshot' && under(d.name))
+      .filter((d) => d.type === 'snapshot' && (p.dataset === '' || isAtOrBelow(d.name, p.dataset)))
       .map((d) => ({
         name: d.name,
         used: nicenum(d.used),
