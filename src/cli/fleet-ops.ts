@@ -4,6 +4,7 @@
  */
 import type { CreatedServer, CreateResult, RemoveResult } from '../daemon/server-factory.js';
 import { mapLimit } from '../daemon/concurrency.js';
+import { scanServers } from '../mockcn/server-dir.js';
 import { CliError, type DaemonClient } from './daemon-client.js';
 import type { Progress } from './options.js';
 
@@ -38,12 +39,26 @@ export interface CreateOptions {
 export async function createServers(daemon: DaemonClient, count: number, opts: CreateOptions, progress: Progress): Promise<CreateResult> {
   const batch = Math.min(500, Math.max(32, Math.ceil(count / 20)));
   const all: CreateResult = { created: [], errors: [] };
+  const onDisk = async (): Promise<number> => (await scanServers(daemon.info.dataDir)).servers.length;
+  const before = await onDisk();
   for (let done = 0; done < count; ) {
     const n = Math.min(batch, count - done);
     const body: Record<string, unknown> = { count: n };
     if (opts.profile !== undefined) body.profile = opts.profile;
     if (opts.hostnamePrefix !== undefined) body.hostnamePrefix = opts.hostnamePrefix;
-    const res = await daemon.request<CreateResult & { code?: string; message?: string }>('POST', '/servers', body);
+    let res;
+    try {
+      res = await daemon.request<CreateResult & { code?: string; message?: string }>('POST', '/servers', body);
+    } catch (err) {
+      // The daemon went away mid-batch: the CNs it finished are on disk (each is made whole or
+      // not at all), so count them there rather than report only the batches it answered.
+      progress.done();
+      const made = (await onDisk().catch(() => before + all.created.length)) - before;
+      throw new CliError(
+        `${(err as Error).message}\ncreated ${made} of ${count} servers before the daemon went away ` +
+          `(${all.created.length} confirmed by it); restart the daemon and run \`mockcloud ensure-servers\` to converge`,
+      );
+    }
     if (res.status >= 400 && res.status < 500) {
       throw new CliError(res.body?.message ?? `the daemon refused: HTTP ${res.status}`);
     }
