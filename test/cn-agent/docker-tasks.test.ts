@@ -180,6 +180,22 @@ describe('docker tasks', () => {
       ]);
     });
 
+    it('a reprovisioned container starts from its image again: what was copied in is gone', async () => {
+      const params = provisionParams(cn.uuid);
+      await postTask(cn, 'machine_create', params);
+      const uuid = params.uuid as string;
+      const w = await postTask(cn, 'docker_copy', { uuid, path: '/root', mode: 'write' });
+      const s = await connect(w.body.host, w.body.port, { allowHalfOpen: true });
+      const closed = readUntilClose(s);
+      s.end(makeTar({ 'notes.txt': 'keep?\n' }));
+      await closed;
+      expect((await postTask(cn, 'docker_copy', { uuid, path: '/root/notes.txt', mode: 'stat' })).status).toBe(200);
+      const re = await postTask(cn, 'machine_reprovision', { uuid, image_uuid: newUuid() });
+      expect(re.status, JSON.stringify(re.body)).toBe(200);
+      const after = await postTask(cn, 'docker_copy', { uuid, path: '/root/notes.txt', mode: 'stat' });
+      expect(after.body.details).toEqual({ restCode: 'FileNotFound' });
+    });
+
     it('stat: the path stat and no listener', async () => {
       const r = await postTask(cn, 'docker_copy', { uuid: vmUuid, path: '/etc/hosts', mode: 'stat' });
       expect(r.status).toBe(200);
@@ -376,6 +392,30 @@ describe('docker tasks', () => {
         await waitForSize(h2, 0);
         expect(h2.server.streams.stats().timedOut).toBe(1);
         await expect(connect(r.body.host, r.body.port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      } finally {
+        await h2.close();
+      }
+    });
+
+    it('a build whose stream client never comes after the context closes after the timeout', async () => {
+      const h2 = await Harness.create({ streamTimeoutMs: 400 });
+      try {
+        const cn2 = await h2.addCn();
+        const r = await postTask(cn2, 'docker_build', {
+          uuid: newUuid(),
+          payload: { account_uuid: newUuid(), command: 'build', imgapi_url: 'http://127.0.0.1:1', scratchImageUuid: newUuid() },
+        });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        // A context upload that takes longer than the timeout is not cut short.
+        const cs = await connect(r.body.host, r.body.port, { allowHalfOpen: true });
+        const replied = readUntilClose(cs);
+        cs.write(makeTar({ Dockerfile: 'FROM scratch\n' }).subarray(0, 512));
+        await pause(600);
+        cs.end(makeTar({ Dockerfile: 'FROM scratch\n' }).subarray(512));
+        expect(jsonLines(await replied, '\n')).toEqual([{ message: 'Context received', type: 'message', messageId: 0 }]);
+        expect(h2.server.streams.size).toBe(1);
+        await waitForSize(h2, 0);
+        expect(h2.server.streams.stats().timedOut).toBe(1);
       } finally {
         await h2.close();
       }

@@ -7,8 +7,9 @@
  *
  * - it binds `host:0` and accepts `connections` clients (1; docker_build takes 2: the build
  *   context, then the build event stream), then stops listening;
- * - it closes when a client it waits for has not come within `timeoutMs` (re-armed for each
- *   awaited client: the real build helper waits for its second client forever);
+ * - it closes when a client it waits for has not come within `timeoutMs`: from the start, and
+ *   for a further client from when the previous ones are done (sdc-docker opens the build
+ *   stream once the context upload is over; the real build helper would wait forever);
  * - it ends once its clients' sockets are closed; its `signal` then aborts, so whatever the
  *   session runs (a stats interval, an exec's command) stops with it;
  * - `closeFor(cn)` (the CN is detached) and `stop()` (the daemon stops) close the open ones.
@@ -217,10 +218,12 @@ class Session implements StreamSession {
     sock.on('error', (err) => this.log.debug({ err, task: this.name }, 'stream socket error'));
     sock.once('close', () => {
       this.sockets.delete(sock);
-      if (this.accepted >= this.wanted && this.sockets.size === 0) this.end('done');
+      if (this.sockets.size > 0 || this.ended) return;
+      if (this.accepted >= this.wanted) this.end('done');
+      else this.arm();
     });
+    clearTimeout(this.timer);
     if (this.accepted >= this.wanted) this.stopListening();
-    else this.arm();
     try {
       this.opts.onConnection(sock, index, this);
     } catch (err) {

@@ -8,14 +8,15 @@
  *   the usual top-level directories;
  * - on top, what was written into the container since (docker_copy in write mode, docker_build
  *   ADD/COPY), kept in memory per CN (`ContainerFiles`), bounded in bytes, and lost when the
- *   daemon restarts.
+ *   daemon restarts. A reprovision (new image) or a new VM under the same uuid starts from the
+ *   image again; the files of destroyed VMs are dropped when the budget runs out.
  *
  * Paths are normalised as the real helpers do (`path.normalize('/' + p)`). Symlinks are not
  * followed (an lstat view), as the real copy stat is.
  */
 import path from 'node:path';
 import { Header, Pax, Parser, type ReadEntry } from 'tar';
-import type { Vm } from '../../../vmadm/types.js';
+import type { Vm, VmStore } from '../../../vmadm/types.js';
 import type { CnTaskState } from '../types.js';
 
 export type FsNode =
@@ -26,41 +27,60 @@ export type FsNode =
 /** Bytes of written files one CN keeps for all its containers together. */
 export const CONTAINER_FILES_MAX_BYTES = 32 * 1024 * 1024;
 
+/** Which root filesystem a VM has: a new VM or a reprovision gets a fresh one. */
+function rootStamp(vm: Vm): string {
+  return `${String(vm.create_timestamp ?? '')}|${String(vm.image_uuid ?? '')}`;
+}
+
 /** Files written into the containers of one CN. */
 export class ContainerFiles {
-  private readonly byVm = new Map<string, Map<string, FsNode>>();
+  private readonly byVm = new Map<string, { stamp: string; files: Map<string, FsNode> }>();
   private bytes = 0;
 
-  constructor(readonly maxBytes = CONTAINER_FILES_MAX_BYTES) {}
+  /** @param exists whether a VM is still on the CN (files of gone ones are dropped when space runs out) */
+  constructor(
+    private readonly exists: (vmUuid: string) => boolean,
+    readonly maxBytes = CONTAINER_FILES_MAX_BYTES,
+  ) {}
 
   get totalBytes(): number {
     return this.bytes;
   }
 
-  layer(vmUuid: string): ReadonlyMap<string, FsNode> | undefined {
-    return this.byVm.get(vmUuid);
+  /** The files written into this VM's current root filesystem. */
+  layer(vm: Vm): ReadonlyMap<string, FsNode> | undefined {
+    const entry = this.byVm.get(vm.uuid);
+    if (!entry) return undefined;
+    if (entry.stamp !== rootStamp(vm)) {
+      this.forget(vm.uuid);
+      return undefined;
+    }
+    return entry.files;
   }
 
   /** Store `node` at `p`; false (nothing stored) when it would pass the CN's byte budget. */
-  put(vmUuid: string, p: string, node: FsNode): boolean {
-    let layer = this.byVm.get(vmUuid);
-    const old = layer?.get(p);
+  put(vm: Vm, p: string, node: FsNode): boolean {
+    let entry = this.layer(vm) ? this.byVm.get(vm.uuid) : undefined;
+    const old = entry?.files.get(p);
     const delta = sizeOf(node) - (old ? sizeOf(old) : 0);
-    if (delta > 0 && this.bytes + delta > this.maxBytes) return false;
-    if (!layer) {
-      layer = new Map();
-      this.byVm.set(vmUuid, layer);
+    if (delta > 0 && this.bytes + delta > this.maxBytes) {
+      for (const uuid of [...this.byVm.keys()]) if (uuid !== vm.uuid && !this.exists(uuid)) this.forget(uuid);
+      if (this.bytes + delta > this.maxBytes) return false;
     }
-    layer.set(p, node);
+    if (!entry) {
+      entry = { stamp: rootStamp(vm), files: new Map() };
+      this.byVm.set(vm.uuid, entry);
+    }
+    entry.files.set(p, node);
     this.bytes += delta;
     return true;
   }
 
   /** The VM is gone: drop what was written into it. */
   forget(vmUuid: string): void {
-    const layer = this.byVm.get(vmUuid);
-    if (!layer) return;
-    for (const n of layer.values()) this.bytes -= sizeOf(n);
+    const entry = this.byVm.get(vmUuid);
+    if (!entry) return;
+    for (const n of entry.files.values()) this.bytes -= sizeOf(n);
     this.byVm.delete(vmUuid);
   }
 }
@@ -69,8 +89,9 @@ function sizeOf(n: FsNode): number {
   return n.type === 'file' ? n.content.length : 0;
 }
 
-export function containerFilesOf(state: CnTaskState): ContainerFiles {
-  state.containerFiles ??= new ContainerFiles();
+/** The CN's container files (made on first use). */
+export function containerFilesOf(state: CnTaskState, vms: Pick<VmStore, 'get'>): ContainerFiles {
+  state.containerFiles ??= new ContainerFiles((uuid) => vms.get(uuid, { include_dni: true }) !== undefined);
   return state.containerFiles;
 }
 
@@ -84,11 +105,20 @@ export type Lookup = { node: FsNode } | { error: 'ENOENT' | 'ENOTDIR' };
 export class ContainerFs {
   private readonly base: Map<string, FsNode>;
 
+  /**
+   * @param current the VM as it is now, for a long-lived view (a build, whose FROM reprovisions
+   *   the container while it runs); `vm` otherwise
+   */
   constructor(
     readonly vm: Vm,
     private readonly files: ContainerFiles,
+    private readonly current?: () => Vm | undefined,
   ) {
     this.base = baseTree(vm);
+  }
+
+  private live(): Vm {
+    return this.current?.() ?? this.vm;
   }
 
   get hostname(): string {
@@ -96,7 +126,7 @@ export class ContainerFs {
   }
 
   private node(p: string): FsNode | undefined {
-    return this.files.layer(this.vm.uuid)?.get(p) ?? this.base.get(p);
+    return this.files.layer(this.live())?.get(p) ?? this.base.get(p);
   }
 
   /** lstat: the node at `p`, or why there is none. */
@@ -127,7 +157,7 @@ export class ContainerFs {
       }
     };
     for (const p of this.base.keys()) add(p);
-    for (const p of this.files.layer(this.vm.uuid)?.keys() ?? []) add(p);
+    for (const p of this.files.layer(this.live())?.keys() ?? []) add(p);
     return [...names].sort();
   }
 
@@ -144,19 +174,19 @@ export class ContainerFs {
       cur += `/${parts[i]}`;
       const n = this.node(cur);
       if (!n) {
-        if (!this.files.put(this.vm.uuid, cur, { type: 'dir', mode: 0o755, mtime: node.mtime })) return false;
+        if (!this.files.put(this.live(), cur, { type: 'dir', mode: 0o755, mtime: node.mtime })) return false;
       } else if (n.type !== 'dir') {
         return false;
       }
     }
     const existing = this.node(norm);
     if (existing?.type === 'dir' && node.type === 'dir') return true;
-    return this.files.put(this.vm.uuid, norm, node);
+    return this.files.put(this.live(), norm, node);
   }
 
   /** What was written into this container, as archive members relative to its root. */
   writtenFiles(): { name: string; node: FsNode }[] {
-    const layer = this.files.layer(this.vm.uuid);
+    const layer = this.files.layer(this.live());
     if (!layer) return [];
     return [...layer.keys()].sort().map((p) => ({ name: p.replace(/^\//, ''), node: layer.get(p)! }));
   }

@@ -203,7 +203,7 @@ class BuildSession {
       const vm = ctx.cn.vms.get(p.uuid, { include_dni: true });
       if (!vm) throw new Error(`build container ${p.uuid} not found`);
       const builder = new MockBuilder({
-        fs: new ContainerFs(vm, containerFilesOf(ctx.state)),
+        fs: new ContainerFs(vm, containerFilesOf(ctx.state, ctx.cn.vms), () => ctx.cn.vms.get(p.uuid, { include_dni: true })),
         context: this.context ?? Buffer.alloc(0),
         maxContextBytes: MAX_BUILD_CONTEXT_BYTES,
         payload: p.payload,

@@ -76,7 +76,7 @@ export const dockerCopyTask = defineTask<CopyParams>({
 
     // The real helpers stat /zones/<uuid>/root/<path> first: a missing VM has no such file.
     const known = ctx.cn.vms.get(p.uuid);
-    const fs = known ? new ContainerFs(known, containerFilesOf(ctx.state)) : undefined;
+    const fs = known ? new ContainerFs(known, containerFilesOf(ctx.state, ctx.cn.vms)) : undefined;
     const found = fs?.lookup(norm) ?? ({ error: 'ENOENT' } as const);
     if ('error' in found) {
       if (found.error === 'ENOTDIR') throw new TaskError(`path was not a directory: ${norm}`, { restCode: 'PathNotDirectory' });
@@ -135,7 +135,7 @@ function pathStat(fs: ContainerFs, norm: string, node: FsNode): ContainerPathSta
 /** The container as it is when the client connects (a copy in may have changed it). */
 function fsAtConnect(ctx: TaskContext, uuid: string): ContainerFs | undefined {
   const vm = ctx.cn.vms.get(uuid, { include_dni: true });
-  return vm ? new ContainerFs(vm, containerFilesOf(ctx.state)) : undefined;
+  return vm ? new ContainerFs(vm, containerFilesOf(ctx.state, ctx.cn.vms)) : undefined;
 }
 
 function sendArchive(ctx: TaskContext, uuid: string, norm: string, socket: net.Socket): void {
@@ -149,7 +149,7 @@ function sendArchive(ctx: TaskContext, uuid: string, norm: string, socket: net.S
 }
 
 async function receiveArchive(ctx: TaskContext, p: CopyParams, norm: string, socket: net.Socket): Promise<void> {
-  const files = containerFilesOf(ctx.state);
+  const files = containerFilesOf(ctx.state, ctx.cn.vms);
   const limit = files.maxBytes - files.totalBytes;
   const chunks: Buffer[] = [];
   let size = 0;

@@ -151,7 +151,7 @@ async function serveCommand(
   };
   const argv = command.AttachConsole ? initCommand(vm) : command.Cmd;
   const platform = String(ctx.cn.sysinfo['Live Image'] ?? '');
-  const fs = new ContainerFs(vm, containerFilesOf(ctx.state));
+  const fs = new ContainerFs(vm, containerFilesOf(ctx.state, ctx.cn.vms));
   let code: number;
   try {
     code = argv.length === 0 && command.AttachConsole ? 0 : await dockerExec(argv, { fs, vm, platform, io, signal: session.signal });
