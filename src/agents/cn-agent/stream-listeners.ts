@@ -110,6 +110,17 @@ export class StreamListeners {
   }
 }
 
+/**
+ * The host a task answers: the address the CN's cn-agent socket is bound to, or, when that is
+ * a wildcard address, the CN's `CN Agent IP` (a client cannot connect to 0.0.0.0).
+ */
+export function advertisedHost(serverAddress: { address: string }, sysinfo: Record<string, unknown>): string {
+  const a = serverAddress.address;
+  if (a !== '0.0.0.0' && a !== '::') return a;
+  const agentIp = sysinfo['CN Agent IP'];
+  return typeof agentIp === 'string' && agentIp ? agentIp : a;
+}
+
 /** The daemon's listeners, as a task finds them in its environment. */
 export function streamsOf(env: { streams?: StreamListeners | undefined }): StreamListeners {
   if (!env.streams) throw new Error('this cn-agent has no stream listeners');

@@ -84,7 +84,7 @@ export function dockerStatsRecord(
 ): DockerStatsRecord {
   const { now, last } = opts;
   const stats: DockerStatsRecord = { read: new Date(now).toISOString(), blkio_stats: {} };
-  const running = vm !== undefined && (vm.zone_state === 'running' || vm.state === 'running');
+  const running = vm !== undefined && vm.zone_state === 'running';
   if (running) {
     const id = vm.uuid;
     const uptimeSec = Math.max(0, (now - bootMs(vm, now)) / 1000);

@@ -18,7 +18,7 @@
  * The steps are docker-build-steps.ts; publishing layers is docker-build-layers.ts.
  */
 import type net from 'node:net';
-import { streamsOf, type StreamSession } from '../stream-listeners.js';
+import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, type TaskContext } from '../types.js';
 import { containerFilesOf, ContainerFs } from './container-fs.js';
 import { MockBuilder, type BuildChannel, type ImageV2 } from './docker-build-steps.js';
@@ -68,12 +68,12 @@ export const dockerBuildTask = defineTask<BuildParams>({
     return { uuid, payload, command };
   },
   async run(ctx, p) {
-    const host = ctx.serverAddress.address;
+    const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const build = new BuildSession(ctx, p);
     const session = await streamsOf(ctx.env).open({
       cnUuid: ctx.cn.uuid,
       name: 'docker_build',
-      host,
+      host: ctx.serverAddress.address,
       timeoutMs: DOCKER_BUILD_LISTEN_SECONDS * 1000,
       // Commit sends no build context.
       connections: p.command === 'commit' ? 1 : 2,

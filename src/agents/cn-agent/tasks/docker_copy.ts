@@ -18,7 +18,7 @@
  */
 import type net from 'node:net';
 import type { Vm } from '../../../vmadm/types.js';
-import { streamsOf } from '../stream-listeners.js';
+import { advertisedHost, streamsOf } from '../stream-listeners.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
 import {
   containerFilesOf,
@@ -70,7 +70,7 @@ export const dockerCopyTask = defineTask<CopyParams>({
     return { uuid, path, mode, noOverwriteDir: flagParam(p, 'no_overwrite_dir') };
   },
   async run(ctx, p) {
-    const host = ctx.serverAddress.address;
+    const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const norm = normalizeContainerPath(p.path);
     if (p.mode !== 'read' && p.mode !== 'write' && p.mode !== 'stat') throw new TaskError(`unknown mode: ${p.mode}`);
 
@@ -99,7 +99,7 @@ export const dockerCopyTask = defineTask<CopyParams>({
     const session = await streamsOf(ctx.env).open({
       cnUuid: ctx.cn.uuid,
       name: 'docker_copy',
-      host,
+      host: ctx.serverAddress.address,
       timeoutMs: DOCKER_COPY_LISTEN_SECONDS * 1000,
       allowHalfOpen: p.mode === 'write',
       onConnection: (socket) => {

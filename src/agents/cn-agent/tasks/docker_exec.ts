@@ -16,7 +16,7 @@
  */
 import type net from 'node:net';
 import type { Vm } from '../../../vmadm/types.js';
-import { streamsOf, type StreamSession } from '../stream-listeners.js';
+import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
 import { containerFilesOf, ContainerFs } from './container-fs.js';
 import { dockerExec, StdinQueue, type ExecIo } from './container-exec.js';
@@ -80,7 +80,7 @@ export const dockerExecTask = defineTask<{ uuid: string; command: DockerCommand 
         void serveCommand(ctx, p.uuid, command, socket, s);
       },
     });
-    return { host: ctx.serverAddress.address, port: session.port };
+    return { host: advertisedHost(ctx.serverAddress, ctx.cn.sysinfo), port: session.port };
   },
 });
 
@@ -95,7 +95,7 @@ async function whenExecutable(ctx: TaskContext, uuid: string, command: DockerCom
       const restCode = restCodeOf(err);
       throw new TaskError(messageOf(err), restCode ? { restCode } : undefined);
     }
-    if (vm.zone_state === 'running' || vm.state === 'running') return vm;
+    if (vm.zone_state === 'running') return vm;
     if (!command.AttachConsole) {
       throw new TaskError('docker_exec: VM is not running, cannot exec', { restCode: 'VmNotRunning' });
     }

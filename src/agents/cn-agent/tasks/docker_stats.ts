@@ -11,7 +11,7 @@
  * assertion when the client connects: the connection is closed with nothing sent.
  */
 import type net from 'node:net';
-import { streamsOf, type StreamSession } from '../stream-listeners.js';
+import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, type TaskContext } from '../types.js';
 import { dockerStatsRecord, type DockerStatsRecord } from './docker-stats-sample.js';
 import { invalid, isPlainObject, uuidParam } from './params.js';
@@ -34,11 +34,11 @@ export const dockerStatsTask = defineTask<StatsParams>({
     return { uuid, payload: p.payload };
   },
   async run(ctx, p) {
-    const host = ctx.serverAddress.address;
+    const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const session = await streamsOf(ctx.env).open({
       cnUuid: ctx.cn.uuid,
       name: 'docker_stats',
-      host,
+      host: ctx.serverAddress.address,
       timeoutMs: DOCKER_STATS_LISTEN_SECONDS * 1000,
       onConnection: (socket, _i, s) => streamStats(ctx, p, socket, s),
     });
