@@ -19,6 +19,7 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { tarFromEntries, type FsNode } from './container-fs.js';
+import type { BuildCmd } from './docker-build-words.js';
 
 export type DockerImage = Record<string, unknown> & {
   config: Record<string, unknown>;
@@ -36,14 +37,6 @@ export interface HistoryEntry {
   empty_layer?: boolean;
   author?: string;
   comment?: string;
-}
-
-export interface BuildCmd {
-  name: string;
-  args: string | string[] | Record<string, string>;
-  raw: string;
-  lineno?: number;
-  ctx: { isCached?: boolean; copyHash?: string };
 }
 
 export interface ManifestLayerEntry {

@@ -10,13 +10,13 @@
  * and COPY copy from the context into the container (local files, directories, simple
  * wildcards; ADD also unpacks a local tar or tar.gz); remote URLs are refused as the real
  * builder refuses them. After the last step, the build asks sdc-docker to tag the result
- * (`build_finished`).
+ * (`build_finished`). The context and copy planning are docker-build-context.ts, instruction
+ * helpers docker-build-words.ts, layers and IMGAPI docker-build-layers.ts.
  */
-import crypto from 'node:crypto';
 import path from 'node:path';
-import { parse as parseDockerfile, type CommandEntry } from 'docker-file-parser';
-import type { ContainerFs, FsNode } from './container-fs.js';
-import { readTar } from './container-fs.js';
+import { parse as parseDockerfile } from 'docker-file-parser';
+import { readTar, type ContainerFs, type FsNode } from './container-fs.js';
+import { BuildContext } from './docker-build-context.js';
 import {
   createDockerManifests,
   createFileLayer,
@@ -25,14 +25,12 @@ import {
   isMetadataCmd,
   randomImageId,
   shortId,
-  type BuildCmd,
   type DockerImage,
   type Layer,
   type LayerPublisher,
 } from './docker-build-layers.js';
+import { asArray, asObject, commandString, mergedEnv, parseJson, processWord, toCmd, type BuildCmd } from './docker-build-words.js';
 
-const MAX_DOCKERFILE_LENGTH = 10 * 1024 * 1024;
-const DEFAULT_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const DEFAULT_ARG_NAMES = ['HTTP_PROXY', 'HTTPS_PROXY', 'FTP_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'ftp_proxy', 'no_proxy'];
 const VARIABLE_CMDS = ['ADD', 'ARG', 'COPY', 'ENV', 'EXPOSE', 'LABEL', 'ONBUILD', 'STOPSIGNAL', 'USER', 'VOLUME', 'WORKDIR'];
 
@@ -85,8 +83,6 @@ export interface BuildOptions {
   signal: AbortSignal;
 }
 
-type ContextTree = Map<string, FsNode>;
-
 export class MockBuilder {
   private image: DockerImage = { architecture: 'amd64', config: structuredClone(DEFAULT_IMAGE_CONFIG) as Record<string, unknown>, os: 'linux', parent: null };
   private imageDigest: string | null = null;
@@ -102,7 +98,7 @@ export class MockBuilder {
   private cacheLastCmdCached = true;
   private scratchPending = false;
   private onBuildTriggers: string[] | null = null;
-  private context: ContextTree = new Map();
+  private context: BuildContext | undefined;
   /** Files written by the current step: its layer. */
   private written: { name: string; node: FsNode }[] = [];
 
@@ -118,9 +114,9 @@ export class MockBuilder {
   /** Run the whole build; resolves with the final image digest. */
   async build(): Promise<string> {
     const o = this.o;
-    const members = await readTar(o.context, o.maxContextBytes);
-    for (const m of members) this.context.set(path.posix.normalize(m.name).replace(/\/$/, ''), m.node);
-    const dockerfile = this.readDockerfile();
+    this.context = await BuildContext.read(o.context, o.maxContextBytes);
+    const name = typeof o.payload.dockerfile === 'string' && o.payload.dockerfile ? o.payload.dockerfile : 'Dockerfile';
+    const dockerfile = this.context.dockerfile(name);
     const commands = parseDockerfile(dockerfile, { includeComments: false });
     this.totalSteps = commands.length;
     for (const c of commands) {
@@ -159,22 +155,6 @@ export class MockBuilder {
     this.stepNo = this.totalSteps - 1;
     await createFileLayer(this.layers, this.o.fs.writtenFiles(), true, this.o.publisher);
     return this.layers[this.layers.length - 1]!.imageDigest!;
-  }
-
-  private readDockerfile(): string {
-    const name = typeof this.o.payload.dockerfile === 'string' && this.o.payload.dockerfile ? this.o.payload.dockerfile : 'Dockerfile';
-    const names = name === 'Dockerfile' ? [name, 'dockerfile'] : [name];
-    for (const n of names) {
-      const rel = path.posix.normalize(n).replace(/^(\.\/|\/)+/, '');
-      if (rel.startsWith('..')) throw new Error(`Forbidden path outside the build context: ${n} `);
-      const node = this.context.get(rel);
-      if (!node || node.type !== 'file') continue;
-      if (node.content.length > MAX_DOCKERFILE_LENGTH) throw new Error(`Dockerfile exceeds max length: ${node.content.length}`);
-      const text = node.content.toString('utf8');
-      if (!text) throw new Error(`The Dockerfile (${name}) cannot be empty`);
-      return text;
-    }
-    throw new Error(`Error: No such file or directory '${name}'`);
   }
 
   private isLastStep(): boolean {
@@ -494,98 +474,12 @@ export class MockBuilder {
     if (code !== 0) throw new Error(`The command '${args.join(' ')}' returned a non-zero code: ${String(code)}`);
   }
 
-  // ---- ADD / COPY
-
-  private contextNode(rel: string): FsNode | undefined {
-    if (rel === '' || rel === '.') return { type: 'dir', mode: 0o755, mtime: new Date() };
-    const n = this.context.get(rel);
-    if (n) return n;
-    // A directory only implied by its members' paths.
-    for (const k of this.context.keys()) if (k.startsWith(`${rel}/`)) return { type: 'dir', mode: 0o755, mtime: new Date() };
-    return undefined;
-  }
-
-  private contextChildren(rel: string): string[] {
-    const prefix = rel === '' || rel === '.' ? '' : `${rel}/`;
-    const names = new Set<string>();
-    for (const k of this.context.keys()) {
-      if (k.startsWith(prefix) && k.length > prefix.length) names.add(k.slice(prefix.length).split('/')[0]!);
-    }
-    return [...names].sort();
-  }
-
-  /** Every file under a context path: [relative to it, node]. */
-  private contextFiles(rel: string): [string, FsNode][] {
-    const node = this.contextNode(rel);
-    if (!node) return [];
-    if (node.type !== 'dir') return [['', node]];
-    const out: [string, FsNode][] = [];
-    for (const c of this.contextChildren(rel)) {
-      const child = rel === '' || rel === '.' ? c : `${rel}/${c}`;
-      for (const [sub, n] of this.contextFiles(child)) out.push([sub ? `${c}/${sub}` : c, n]);
-    }
-    return out;
-  }
-
-  /** `getCopyInfo`: the sources, where they go, and the hash the cache keys on. */
-  private copyPlan(cmd: BuildCmd): { sources: string[]; dest: string; hash: string } {
-    const args = asArray(cmd);
-    if (args.length < 2) throw new Error(`Invalid ${cmd.name} format - at least two arguments required`);
-    let dest = args[args.length - 1]!;
-    if (!dest.startsWith('/')) dest = path.posix.join(String(this.image.config.WorkingDir || '/'), dest);
-    const hadSlash = dest.endsWith('/');
-    dest = path.posix.normalize(dest) + (hadSlash && !path.posix.normalize(dest).endsWith('/') ? '/' : '');
-    const srcs = args.slice(0, -1);
-    if (srcs.length === 1 && !dest.endsWith('/')) {
-      const found = this.o.fs.lookup(dest);
-      if ('node' in found && found.node.type === 'dir') dest += '/';
-    }
-    const sources: string[] = [];
-    for (let s of srcs) {
-      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(s)) {
-        if (cmd.name !== 'ADD') throw new Error(`Source can't be a URL for ${cmd.name}`);
-        throw new Error(`Not implemented: Add Remote: ${JSON.stringify({ name: cmd.name, args: cmd.args, raw: cmd.raw })}`);
-      }
-      if (s.startsWith('/') && s.length > 1) s = s.slice(1);
-      if (s.startsWith('./')) s = s.slice(2);
-      const rel = s === '/' ? '' : path.posix.normalize(s).replace(/\/$/, '');
-      if (rel === '..' || rel.startsWith('../')) throw new Error(`Forbidden path outside the build context: ${s} `);
-      if (/[*?[]/.test(rel)) {
-        sources.push(...this.globContext(rel));
-        continue;
-      }
-      if (!this.contextNode(rel)) throw new Error(`stat ${s}: no such file or directory`);
-      sources.push(rel);
-    }
-    if (sources.length === 0) throw new Error('No source files were specified');
-    if (sources.length > 1 && !dest.endsWith('/')) {
-      throw new Error(`When using ${cmd.name} with more than one source file, the destination must be a directory and end with a /`);
-    }
-    const hashes = sources.map((rel) => {
-      const node = this.contextNode(rel)!;
-      if (node.type !== 'dir') return `file:${fileChecksum(node)}`;
-      const sums = this.contextFiles(rel).map(([, n]) => fileChecksum(n)).sort();
-      return `dir:${crypto.createHash('sha256').update(sums.join(',')).digest('hex')}`;
+  private copyPlan(cmd: BuildCmd) {
+    if (!this.context) throw new Error('no build context');
+    return this.context.plan(cmd, String(this.image.config.WorkingDir || '/'), (p) => {
+      const found = this.o.fs.lookup(p);
+      return 'node' in found && found.node.type === 'dir';
     });
-    const hash = hashes.length > 1 ? `multi:${crypto.createHash('sha256').update(hashes.join(',')).digest('hex')}` : hashes[0]!;
-    return { sources, dest, hash };
-  }
-
-  /** Context paths matching a pattern, one path component at a time (minimatch-style `*`, `?`, `[...]`). */
-  private globContext(pattern: string): string[] {
-    let paths = [''];
-    const parts = pattern.split('/');
-    parts.forEach((part, i) => {
-      const re = globToRegExp(part);
-      const last = i === parts.length - 1;
-      paths = paths.flatMap((dir) =>
-        this.contextChildren(dir)
-          .filter((n) => re.test(n))
-          .map((n) => (dir ? `${dir}/${n}` : n))
-          .filter((p) => last || this.contextNode(p)?.type === 'dir'),
-      );
-    });
-    return paths;
   }
 
   private writeFile(abs: string, node: FsNode): void {
@@ -597,7 +491,7 @@ export class MockBuilder {
     const { sources, dest } = this.copyPlan(cmd);
     const destIsDir = dest.endsWith('/');
     if (cmd.name === 'ADD' && sources.length === 1) {
-      const node = this.contextNode(sources[0]!)!;
+      const node = this.context!.node(sources[0]!)!;
       const isArchive = node.type === 'file' && (sources[0]!.endsWith('.tar') || (node.content[0] === 0x1f && node.content[1] === 0x8b));
       if (isArchive && node.type === 'file') {
         const into = destIsDir ? dest : path.posix.dirname(dest);
@@ -608,142 +502,15 @@ export class MockBuilder {
       }
     }
     for (const rel of sources) {
-      const node = this.contextNode(rel)!;
+      const node = this.context!.node(rel)!;
       if (node.type !== 'dir') {
         const target = destIsDir ? path.posix.join(dest, path.posix.basename(rel)) : dest;
         this.writeFile(target, node);
         continue;
       }
       // A directory's contents (not the directory itself) go into the destination.
-      for (const [sub, n] of this.contextFiles(rel)) this.writeFile(path.posix.join(dest, sub), n);
+      for (const [sub, n] of this.context!.files(rel)) this.writeFile(path.posix.join(dest, sub), n);
     }
   }
 }
 
-function toCmd(c: CommandEntry): BuildCmd {
-  return { name: c.name, args: c.args, raw: c.raw, lineno: c.lineno, ctx: {} };
-}
-
-function asArray(cmd: BuildCmd): string[] {
-  if (Array.isArray(cmd.args)) return cmd.args;
-  if (typeof cmd.args === 'string') return cmd.args.split(/\s+/).filter(Boolean);
-  throw new Error(`${cmd.name} argument should be an array`);
-}
-
-function asObject(cmd: BuildCmd): Record<string, string> {
-  if (cmd.args && typeof cmd.args === 'object' && !Array.isArray(cmd.args)) return cmd.args;
-  throw new Error(`${cmd.name} argument should be an object`);
-}
-
-function commandString(cmd: BuildCmd): string {
-  const a = cmd.args;
-  let s: string;
-  if (Array.isArray(a)) s = a.join(' ');
-  else if (a && typeof a === 'object') {
-    s = Object.entries(a)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(' ');
-  } else s = String(a);
-  return `${cmd.name} ${s}`;
-}
-
-function fileChecksum(n: FsNode): string {
-  if (n.type === 'symlink') return crypto.createHash('sha256').update(`symlink:${n.target}`).digest('hex');
-  if (n.type === 'file') return crypto.createHash('sha256').update(n.content).digest('hex');
-  return '';
-}
-
-function parseJson(v: unknown, fallback: object): unknown {
-  if (typeof v !== 'string' || !v) return structuredClone(fallback);
-  const parsed: unknown = JSON.parse(v);
-  return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : structuredClone(fallback);
-}
-
-/** The env a step sees: the image's, a default PATH, and the build ARGs the env lacks. */
-function mergedEnv(env: string[], args: Record<string, string | null>): string[] {
-  const out = env.slice();
-  if (!out.some((e) => e.startsWith('PATH='))) out.push(DEFAULT_PATH);
-  for (const [k, v] of Object.entries(args)) {
-    const exists = out.some((e) => e === k || e.startsWith(`${k}=`));
-    if (!exists) out.push(v !== null ? `${k}=${v}` : k);
-  }
-  return out;
-}
-
-/**
- * sdc-docker-build lib/shellparser.js processWord: quotes removed, `\` escapes, `$VAR`,
- * `${VAR}`, `${VAR:-word}` and `${VAR:+word}` from `env` (`KEY=value` entries).
- */
-export function processWord(word: string, envList: string[]): string {
-  const env = new Map<string, string>();
-  for (const e of envList) {
-    const i = e.indexOf('=');
-    if (i > 0) env.set(e.slice(0, i), e.slice(i + 1));
-  }
-  let out = '';
-  let i = 0;
-  const dollar = (): string => {
-    i++; // '$'
-    if (word[i] === '{') {
-      const end = word.indexOf('}', i);
-      if (end < 0) return '${';
-      const inner = word.slice(i + 1, end);
-      i = end + 1;
-      const m = /^([A-Za-z_][A-Za-z0-9_]*)(?::([-+])(.*))?$/s.exec(inner);
-      if (!m) return '';
-      const v = env.get(m[1]!);
-      if (m[2] === '-') return v ? v : processWord(m[3] ?? '', envList);
-      if (m[2] === '+') return v ? processWord(m[3] ?? '', envList) : '';
-      return v ?? '';
-    }
-    const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(word.slice(i));
-    if (!m) return '$';
-    i += m[0].length;
-    return env.get(m[0]) ?? '';
-  };
-  while (i < word.length) {
-    const c = word[i]!;
-    if (c === "'") {
-      const end = word.indexOf("'", i + 1);
-      out += word.slice(i + 1, end < 0 ? word.length : end);
-      i = end < 0 ? word.length : end + 1;
-    } else if (c === '"') {
-      i++;
-      while (i < word.length && word[i] !== '"') {
-        if (word[i] === '$') out += dollar();
-        else if (word[i] === '\\' && i + 1 < word.length) {
-          out += word[i + 1];
-          i += 2;
-        } else out += word[i++];
-      }
-      i++;
-    } else if (c === '$') {
-      out += dollar();
-    } else if (c === '\\' && i + 1 < word.length) {
-      out += word[i + 1];
-      i += 2;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
-function globToRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else if (c === '[') {
-      const end = glob.indexOf(']', i + 1);
-      if (end < 0) re += '\\[';
-      else {
-        re += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
-        i = end;
-      }
-    } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
-}
