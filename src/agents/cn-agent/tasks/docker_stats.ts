@@ -19,6 +19,7 @@ import { invalid, isPlainObject, uuidParam } from './params.js';
 /** bin/docker-stats.js SERVER_CLOSE_TIMEOUT and UPDATE_FREQUENCY_MS. */
 export const DOCKER_STATS_LISTEN_SECONDS = 60;
 export const DOCKER_STATS_INTERVAL_MS = 1000;
+const MAX_UNREAD_BYTES = 1024 * 1024;
 
 interface StatsParams {
   uuid: string;
@@ -76,6 +77,11 @@ function streamStats(ctx: TaskContext, p: StatsParams, socket: net.Socket, sessi
       return;
     }
     socket.write(line);
+    // A client that stops reading does not make us buffer its records without end.
+    if (socket.writableLength > MAX_UNREAD_BYTES) {
+      stop();
+      return;
+    }
     last = record;
     timer = setTimeout(collect, DOCKER_STATS_INTERVAL_MS);
   };
