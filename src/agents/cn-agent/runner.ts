@@ -161,7 +161,8 @@ export class TaskRunner {
     this.running++;
     this.counters.started++;
     // Like the agent's request log: in the task's file, not in its history entry.
-    logFile.bunyan.info({ params: entry.params }, '%s task params', task.name);
+    if (task.logParams === false) logFile.bunyan.info('Not logging task params for %s (log_params=false)', task.name);
+    else logFile.bunyan.info({ params: entry.params }, '%s task params', task.name);
 
     let settle!: (o: TaskOutcome) => void;
     let replied = false;

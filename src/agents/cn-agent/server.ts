@@ -30,6 +30,7 @@ import { CnSlot } from './cn-slot.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { PortAllocator, type PortRange } from './listeners.js';
 import { TaskRunner } from './runner.js';
+import { StreamListeners } from './stream-listeners.js';
 import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
 import { isPlainObject } from './tasks/params.js';
@@ -54,6 +55,11 @@ export interface CnAgentServerOptions {
   connectionLimits?: Partial<ConnectionLimits>;
   /** How many tasks run at once, and wait, across the fleet and per CN (admission.ts). */
   admissionLimits?: Partial<AdmissionLimits>;
+  /**
+   * How long a docker task's listener waits for its client before closing; absent: each
+   * task's real value (30 s for exec and copy, 60 s for stats and build).
+   */
+  streamTimeoutMs?: number;
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -84,6 +90,8 @@ export class CnAgentServer {
   private readonly attaching = new Set<string>();
   private stopped = false;
   private readonly taskLog: TaskLogWriter | undefined;
+  /** The docker tasks' one-request listeners (stream-listeners.ts). */
+  readonly streams: StreamListeners;
 
   constructor(opts: CnAgentServerOptions) {
     this.log = opts.log;
@@ -94,9 +102,15 @@ export class CnAgentServer {
     this.taskLog = opts.taskLogFile
       ? new TaskLogWriter(opts.taskLogFile, (err) => this.log.warn({ err, file: opts.taskLogFile }, 'cannot write the task log'))
       : undefined;
+    this.streams =
+      opts.env.streams ??
+      new StreamListeners({
+        log: opts.log.child({ component: 'cn-agent-streams' }),
+        ...(opts.streamTimeoutMs !== undefined ? { timeoutMs: opts.streamTimeoutMs } : {}),
+      });
     this.runner = new TaskRunner({
       log: opts.log,
-      env: opts.env,
+      env: { ...opts.env, streams: this.streams },
       ...(this.taskLog ? { taskLog: this.taskLog } : {}),
       ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
     });
@@ -110,6 +124,7 @@ export class CnAgentServer {
   start(): void {
     this.stopped = false;
     this.connections.start();
+    this.streams.start();
   }
 
   /** Detach every CN (their running tasks are aborted and answered) and close their sockets. */
@@ -117,6 +132,7 @@ export class CnAgentServer {
     this.stopped = true;
     await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
     this.connections.stop();
+    await this.streams.stop();
     await this.taskLog?.close();
   }
 
@@ -138,6 +154,7 @@ export class CnAgentServer {
       cns: this.slots.size,
       tasksInFlight: this.runner.tasksInFlight,
       tasks: { ...this.runner.counters },
+      streams: this.streams.stats(),
       rejected: { ...this.rejected },
       connections: this.connections.stats(),
       admission: this.admission.stats(),
@@ -193,6 +210,7 @@ export class CnAgentServer {
     // Let the aborted tasks' replies go out before the connections are cut.
     await new Promise((r) => setImmediate(r));
     for (const sock of slot.sockets) sock.destroy();
+    await this.streams.closeFor(uuid);
     await closed;
     this.ports.release(slot.address.ip, slot.address.port);
     this.log.debug({ server: uuid }, 'cn-agent detached');

@@ -10,6 +10,8 @@ import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { ZfsStore } from './tasks/zfs-state.js';
+import type { StreamListeners } from './stream-listeners.js';
+import type { ContainerFiles } from './tasks/container-fs.js';
 
 /** What every task may use besides its CN: shared, never per CN. */
 export interface TaskEnvironment {
@@ -24,6 +26,8 @@ export interface TaskEnvironment {
   dataDir?: string | undefined;
   /** Where agent_install stages downloads; os.tmpdir() by default. */
   tmpDir?: string | undefined;
+  /** The one-request listeners of the docker tasks (CnAgentServer provides it). */
+  streams?: StreamListeners | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;
@@ -55,6 +59,8 @@ export interface CnTaskState {
   overprovisionRatio?: string;
   /** What the ZFS write tasks changed, loaded from the CN's zfs.json on first use. */
   zfs?: ZfsStore;
+  /** Files written into this CN's containers (docker_copy, docker_build): tasks/container-fs.ts. */
+  containerFiles?: ContainerFiles;
 }
 
 export interface TaskContext {
@@ -90,6 +96,8 @@ export interface TaskDefinition<P> {
   name: string;
   /** The real agent's queue name (informational, shown in logs). */
   queue: string;
+  /** False for a queue with `log_params: false` (docker_build): params stay out of the task log. */
+  logParams?: boolean;
   /** Check and type the params; throw `invalid(...)` (tasks/params.ts) on bad input: the task then fails with that message. */
   validate(params: TaskParams): P;
   /** VM uuids this task must not overlap with (held for the whole task). */
@@ -105,6 +113,7 @@ export interface TaskDefinition<P> {
 export interface RegisteredTask {
   readonly name: string;
   readonly queue: string;
+  readonly logParams?: boolean;
   readonly changesVms: boolean;
   prepare(params: TaskParams): PreparedTask;
 }
@@ -119,6 +128,7 @@ export function defineTask<P>(def: TaskDefinition<P>): RegisteredTask {
   return {
     name: def.name,
     queue: def.queue,
+    logParams: def.logParams !== false,
     changesVms: def.changesVms === true,
     prepare(raw: TaskParams): PreparedTask {
       const params = def.validate(raw);

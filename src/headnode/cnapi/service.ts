@@ -11,6 +11,7 @@ import type { CnapiContext } from './context.js';
 import { CnAgentDispatcher } from './dispatch.js';
 import { HeartbeatReconciler } from './heartbeats.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
+import { mountDockerRoutes } from './routes-docker.js';
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountVmRoutes } from './routes-vms.js';
@@ -127,6 +128,7 @@ export class CnapiService {
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
     mountZfsRoutes(server, ctx);
+    mountDockerRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();

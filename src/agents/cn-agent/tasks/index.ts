@@ -7,6 +7,10 @@ import type { RegisteredTask } from '../types.js';
 import { agentInstall } from './agent_install.js';
 import { agentsUninstall } from './agents_uninstall.js';
 import { commandExecute } from './command_execute.js';
+import { dockerBuildTask } from './docker_build.js';
+import { dockerCopyTask } from './docker_copy.js';
+import { dockerExecTask } from './docker_exec.js';
+import { dockerStatsTask } from './docker_stats.js';
 import { imageEnsurePresent } from './image_ensure_present.js';
 import { imageGet } from './image_get.js';
 import { machineBoot } from './machine_boot.js';
@@ -59,6 +63,12 @@ export const TASKS: readonly RegisteredTask[] = [
   serverOverprovisionRatio,
   serverReboot,
   serverSysinfo,
+  // docker_tasks
+  dockerExecTask,
+  dockerCopyTask,
+  dockerStatsTask,
+  // docker_build_task (log_params: false)
+  dockerBuildTask,
   // server_nic_tasks
   serverUpdateNics,
   // agents_tasks

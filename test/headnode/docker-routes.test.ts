@@ -1,0 +1,183 @@
+/**
+ * CNAPI's docker endpoints end to end: sdc-clients' CNAPI class (dockerExec, dockerCopy,
+ * dockerStats, dockerBuild, as sdc-docker lib/backends/sdc/containers.js and build.js call
+ * them) against the dev headnode's CNAPI, which routes them as sdc-cnapi
+ * lib/endpoints/vms.js does to a daemon's mock CN; then the returned host/port is read as
+ * sdc-docker reads it.
+ */
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createQuietLogger } from '../../src/common/log.js';
+import { newUuid } from '../../src/common/uuid.js';
+import { resolveConfig } from '../../src/daemon/config.js';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { noMdata } from '../../src/daemon/mdata.js';
+import { Headnode } from '../../src/headnode/headnode.js';
+import { connect, execStream, jsonLines, makeTar, readUntilClose, runBuildClient, tarEntries } from '../cn-agent/docker-client.js';
+import { postTask, provisionParams } from '../cn-agent/helpers.js';
+import { call, callError, closeClient, cnapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
+
+const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 100, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
+
+type Obj = Record<string, any>;
+
+describe('dev CNAPI docker routes, through sdc-clients', () => {
+  let dataDir: string;
+  let headnode: Headnode;
+  let daemon: Daemon;
+  let cnapi: Client;
+  let server: string;
+  let agent: { url: string; uuid: string };
+  let vm: string;
+  let stoppedVm: string;
+
+  beforeAll(async () => {
+    dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-docker-'));
+    const log = createQuietLogger();
+    headnode = new Headnode({ dataDir, log });
+    const urls = await headnode.start();
+    await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
+    const config = await resolveConfig({
+      flags: {
+        dataDir,
+        cnapiUrl: urls.cnapi,
+        vmapiUrl: urls.vmapi,
+        napiUrl: urls.napi,
+        imgapiUrl: urls.imgapi,
+        bindIp: '127.0.0.1',
+        datacenterName: 'coal',
+        cmonPort: 0,
+      },
+      env: {},
+      mdata: noMdata,
+    });
+    daemon = new Daemon({ config, log });
+    await daemon.start();
+    cnapi = cnapiClient(urls.cnapi);
+    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ count: 1 }),
+    });
+    expect(res.status).toBeLessThan(300);
+    const s = await waitFor(async () => {
+      const list = await call<Obj[]>(cnapi, 'listServers', { extras: 'sysinfo' });
+      return list.find((x) => x.status === 'running');
+    }, 60_000, 100);
+    server = s.uuid;
+    agent = { uuid: server, url: `http://${s.sysinfo['CN Agent IP']}:${s.sysinfo['CN Agent Port']}` };
+    // The containers, made on the CN as VMAPI's provision would have them made.
+    const params = provisionParams(server, { hostname: 'ctr-1' });
+    expect((await postTask(agent, 'machine_create', params)).status).toBe(200);
+    vm = params.uuid as string;
+    const stopped = provisionParams(server);
+    await postTask(agent, 'machine_create', stopped);
+    await postTask(agent, 'machine_shutdown', { uuid: stopped.uuid });
+    stoppedVm = stopped.uuid as string;
+  }, 120_000);
+
+  afterAll(async () => {
+    closeClient(cnapi);
+    await daemon?.stop();
+    await headnode?.stop();
+    if (dataDir) await fsp.rm(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('dockerExec: {host, port} of the CN, whose stream carries the output and exit code', async () => {
+    const res = await call<Obj>(cnapi, 'dockerExec', server, vm, {
+      command: { AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false, Cmd: ['uname', '-s'] },
+    });
+    expect(res.host).toBe('127.0.0.1');
+    const { frames } = await execStream(res.host, res.port);
+    expect(frames).toEqual([
+      { type: 'stdout', data: 'SunOS\n' },
+      { type: 'end', data: { code: 0, signal: null } },
+    ]);
+    // Detached: nothing to connect to.
+    const detached = await call<Obj>(cnapi, 'dockerExec', server, vm, { command: { Cmd: ['true'], Detach: true } });
+    expect(detached.port).toBeUndefined();
+  });
+
+  it('dockerExec on a stopped container: CNAPI 500 with the task error', async () => {
+    const err = await callError(cnapi, 'dockerExec', server, stoppedVm, { command: { Cmd: ['true'] } });
+    expect(err.statusCode).toBe(500);
+    expect(err.body?.message).toContain('docker_exec: VM is not running, cannot exec');
+  });
+
+  it('dockerCopy: the path stat and a tar stream of the file; missing files are 404 FileNotFound', async () => {
+    const res = await call<Obj>(cnapi, 'dockerCopy', server, vm, { path: '/etc/hostname', mode: 'read' });
+    expect(res.containerPathStat).toMatchObject({ name: 'etc/hostname', size: 6, mode: 0 });
+    const entries = await tarEntries(await readUntilClose(await connect(res.host, res.port)));
+    expect(entries.map((e) => [e.path, e.content])).toEqual([['hostname', 'ctr-1\n']]);
+
+    const err = await callError(cnapi, 'dockerCopy', server, vm, { path: '/no/such', mode: 'read' });
+    expect(err.statusCode).toBe(404);
+    expect(err.body).toMatchObject({ code: 'FileNotFound', message: 'Could not find requested file' });
+    const notDir = await callError(cnapi, 'dockerCopy', server, vm, { path: '/etc/hostname', mode: 'write' });
+    expect(notDir.statusCode).toBe(400);
+    expect(notDir.body).toMatchObject({ code: 'PathNotDirectory' });
+  });
+
+  it('dockerStats: the stats stream of the container (CNAPI no longer sees a 404 it cannot read)', async () => {
+    const res = await call<Obj>(cnapi, 'dockerStats', server, vm, { payload: { doStream: false, clientApiVersion: 1.24 } });
+    expect(res.host).toBe('127.0.0.1');
+    const [rec] = jsonLines(await readUntilClose(await connect(res.host, res.port)));
+    expect(rec.memory_stats.limit).toBe(256 * 1024 * 1024);
+    expect(rec.cpu_stats.system_cpu_usage).toBe(100);
+  });
+
+  it("dockerStats maps a task error starting 'ENOENT,' (CNAPI reads error.orig.error) to 404", async () => {
+    const fault = await fetch(`${daemon.controlAddress.url}/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ server, task: 'docker_stats', error: 'ENOENT, no such file or directory' }),
+    });
+    expect(fault.status).toBeLessThan(300);
+    try {
+      const err = await callError(cnapi, 'dockerStats', server, vm, { payload: { doStream: false, Resource: '/data', id: 'abc123' } });
+      expect(err.statusCode).toBe(404);
+      expect(err.body).toMatchObject({ code: 'ResourceNotFound', message: 'Could not find the file /data in container abc123' });
+    } finally {
+      await fetch(`${daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
+    }
+    const other = await fetch(`${daemon.controlAddress.url}/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ server, task: 'docker_stats', error: 'kstat read failed' }),
+    });
+    expect(other.status).toBeLessThan(300);
+    try {
+      const err = await callError(cnapi, 'dockerStats', server, vm, { payload: { doStream: false } });
+      expect(err.statusCode).toBe(500);
+      expect(err.body?.message).toContain('kstat read failed');
+    } finally {
+      await fetch(`${daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
+    }
+  });
+
+  it('dockerBuild: a build through the returned listener ends in an image', async () => {
+    const res = await call<Obj>(cnapi, 'dockerBuild', server, vm, {
+      payload: {
+        account_uuid: newUuid(),
+        command: 'build',
+        imgapi_url: headnode.urls.imgapi,
+        scratchImageUuid: newUuid(),
+        nocache: true,
+        dockerfile: 'Dockerfile',
+      },
+    });
+    const created: Obj[] = [];
+    const { events } = await runBuildClient(res.host, res.port, makeTar({ Dockerfile: 'FROM scratch\nLABEL role=web\n' }), (e) => {
+      if (e.type === 'image_create') created.push(e.payload);
+      return {};
+    });
+    expect(events[events.length - 1]).toMatchObject({ type: 'end' });
+    expect(events[events.length - 1].error).toBeUndefined();
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({ head: true, image: { config: { Labels: { role: 'web' } } } });
+    const finished = events.find((e) => e.type === 'build_finished');
+    expect(finished.finalImageDigest).toBe(created[0]!.config_digest);
+  });
+});
