@@ -13,6 +13,8 @@ import { HeartbeatReconciler } from './heartbeats.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
+import { mountImageRoutes } from './routes-images.js';
+import { mountMigrateRoutes } from './routes-migrate.js';
 import { mountVmRoutes } from './routes-vms.js';
 import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
 import { TaskRegistry } from './tasks.js';
@@ -125,6 +127,8 @@ export class CnapiService {
     mountServerRoutes(server, ctx);
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
+    mountImageRoutes(server, ctx);
+    mountMigrateRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();

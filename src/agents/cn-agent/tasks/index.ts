@@ -11,6 +11,7 @@ import { imageEnsurePresent } from './image_ensure_present.js';
 import { imageGet } from './image_get.js';
 import { machineBoot } from './machine_boot.js';
 import { machineCreate } from './machine_create.js';
+import { machineCreateImage } from './machine_create_image.js';
 import { machineCreateSnapshot } from './machine_create_snapshot.js';
 import { machineDeleteSnapshot } from './machine_delete_snapshot.js';
 import { machineDestroy } from './machine_destroy.js';
@@ -66,6 +67,8 @@ export const TASKS: readonly RegisteredTask[] = [
   machineCreateSnapshot,
   machineRollbackSnapshot,
   machineDeleteSnapshot,
+  // machine_images
+  machineCreateImage,
   // image_query
   imageGet,
   // machine_query
