@@ -52,6 +52,11 @@ export interface InstalledImage {
 export interface CnTaskState {
   images: Map<string, InstalledImage>;
   overprovisionRatio?: string;
+  /**
+   * What a task left running past its own end (a listener, e.g. a migration process) and
+   * must stop when the CN is detached or cn-agent stops; the owner removes itself when done.
+   */
+  onDetach?: Set<() => void>;
 }
 
 export interface TaskContext {

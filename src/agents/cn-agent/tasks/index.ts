@@ -18,6 +18,8 @@ import { machineDestroy } from './machine_destroy.js';
 import { machineInfo } from './machine_info.js';
 import { machineKill } from './machine_kill.js';
 import { machineLoad } from './machine_load.js';
+import { machineMigrate } from './machine_migrate.js';
+import { machineMigrateReceive } from './machine_migrate_receive.js';
 import { machineProc } from './machine_proc.js';
 import { machineReboot } from './machine_reboot.js';
 import { machineReprovision } from './machine_reprovision.js';
@@ -67,6 +69,8 @@ export const TASKS: readonly RegisteredTask[] = [
   machineCreateSnapshot,
   machineRollbackSnapshot,
   machineDeleteSnapshot,
+  machineMigrate,
+  machineMigrateReceive,
   // machine_images
   machineCreateImage,
   // image_query
