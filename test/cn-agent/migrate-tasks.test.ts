@@ -181,6 +181,25 @@ describe('machine_migrate actions and processes', () => {
     expect(await listening(r.body.host, r.body.port)).toBe(false);
   });
 
+  it('keeps received sync snapshots across a restart of the CN (kept in the server dir)', async () => {
+    const t = await h.addCn();
+    const made = await postTask(t, 'machine_create', provisionParams(t.uuid));
+    const fs = made.body.vm.zfs_filesystem as string;
+    const receive = async (at: TestCn) => (await postTask(at, 'machine_migrate', { action: 'receive', uuid: made.body.vm.uuid, migrationTask: { action: 'sync', record: {} } })).body;
+    const r1 = await receive(t);
+    const header = { mockcloud: 'zfs-send', zfsFilesystem: fs, from: '', to: 'vm-migration-1', snapshots: ['vm-migration-1'], size: 5000 };
+    const line = Buffer.from(`${JSON.stringify(header)}\n`);
+    const sync = { command: 'sync', zfsFilesystem: fs, isFirstSync: true, resumeSync: false };
+    expect((await converse(r1.host, r1.port, [sync], 2, Buffer.concat([line, Buffer.alloc(5000 - line.length)])))[1]).toEqual({ type: 'sync-success' });
+
+    await h.server.detach(t.uuid);
+    const address = await h.server.attach(t.cn);
+    const again: TestCn = { ...t, url: `http://${address.ip}:${address.port}` };
+    const r2 = await receive(again);
+    const names = await converse(r2.host, r2.port, [{ command: 'get-zfs-snapshot-names', zfsFilesystem: fs }], 1);
+    expect(names[0]!.names).toEqual(['vm-migration-1']);
+  });
+
   it('migration processes end when their CN is detached', async () => {
     const other = await h.addCn();
     const r = await postTask(other, 'machine_migrate', { action: 'receive', uuid: vm.uuid, vm_uuid: vm.uuid, migrationTask: { action: 'sync', record: {} } });

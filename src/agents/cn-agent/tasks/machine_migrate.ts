@@ -126,7 +126,7 @@ const EXIT_ERROR = 'machine-migrate exit error (code 1, signal null)';
 
 async function run(ctx: TaskContext, m: MigrateParams): Promise<Obj> {
   const p = m.p;
-  const state = migrationState(ctx.state);
+  const state = migrationState(ctx);
   const vm = p.vm as Obj;
   switch (m.action) {
     case 'kill_migration_process': {
@@ -183,6 +183,7 @@ async function run(ctx: TaskContext, m: MigrateParams): Promise<Obj> {
       }
       if (m.action === 'remove-zfs-quota') state.quotaRemoved.add(dataset);
       else state.quotaRemoved.delete(dataset);
+      await state.save();
       return {};
     }
 
@@ -236,6 +237,7 @@ async function run(ctx: TaskContext, m: MigrateParams): Promise<Obj> {
         if (left.length > 0) state.snapshots.set(dataset, left);
         else state.snapshots.delete(dataset);
       }
+      await state.save();
       return {};
     }
 

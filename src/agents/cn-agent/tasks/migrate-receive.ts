@@ -45,7 +45,7 @@ export class MigrationReceiver extends MigrationListener {
   constructor(ctx: TaskContext, vmUuid: string) {
     super(ctx, vmUuid);
     this.cn = ctx.cn;
-    this.mstate = migrationState(ctx.state);
+    this.mstate = migrationState(ctx);
   }
 
   protected onCommand(sock: net.Socket, event: Record<string, unknown>, reader: LineReader): void {
@@ -80,7 +80,7 @@ export class MigrationReceiver extends MigrationListener {
         const [dataset, snap] = fs.split('@');
         const snaps = this.mstate.snapshots.get(dataset!);
         if (snap && snaps) this.mstate.snapshots.set(dataset!, snaps.filter((s) => s !== snap));
-        reply();
+        this.saved(sock, event, () => reply());
         return;
       }
       case 'sync':
@@ -93,6 +93,14 @@ export class MigrationReceiver extends MigrationListener {
         this.log.error({ event }, 'Unknown command');
         fail('Unknown command', { version: VERSION });
     }
+  }
+
+  /** Answer once the snapshots are on disk; a failed write is the command's error. */
+  private saved(sock: net.Socket, event: Record<string, unknown>, then: () => void): void {
+    this.mstate.save().then(then, (err: unknown) => {
+      this.log.error({ err }, 'cannot save the migration snapshots');
+      writeEvent(sock, { type: 'error', command: event.command, eventId: event.eventId, message: `zfs error: ${String(err)}` });
+    });
   }
 
   /** A command without what the real process asserts: that process would have died. */
@@ -167,8 +175,10 @@ export class MigrationReceiver extends MigrationListener {
         this.mstate.snapshots.set(fs, header.snapshots.filter((s) => s.startsWith(SNAPSHOT_PREFIX)));
       }
       this.log.info({ zfsFilesystem: fs, snapshot: header.to, bytes: received }, 'zfs receive done');
-      writeEvent(sock, { type: 'sync-success' });
-      sock.end();
+      this.saved(sock, event, () => {
+        writeEvent(sock, { type: 'sync-success' });
+        sock.end();
+      });
     });
     // The sender waits for this before it starts sending.
     writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId });

@@ -177,7 +177,7 @@ export class MigrationSender extends MigrationListener {
   constructor(ctx: TaskContext, vmUuid: string, payload: Obj) {
     super(ctx, vmUuid);
     this.cn = ctx.cn;
-    this.mstate = migrationState(ctx.state);
+    this.mstate = migrationState(ctx);
     this.payload = payload;
     this.record = (payload.migrationTask as Obj).record as Obj;
   }
@@ -355,6 +355,7 @@ export class MigrationSender extends MigrationListener {
       if (!plan.resumeSync && !source.includes(plan.snapshotName)) {
         this.log.info('zfs snapshot -r %s@%s', fs, plan.snapshotName);
         this.mstate.snapshots.set(fs, [...source, plan.snapshotName]);
+        await this.mstate.save();
       }
       plan.estimatedSize = sendSize(this.cn, fs, !plan.isFirstSync);
       this.log.debug({ zfsFilesystem: fs, estimatedSize: plan.estimatedSize }, 'getEstimate');
@@ -428,7 +429,10 @@ export class MigrationSender extends MigrationListener {
   /** Keep only the newest migration snapshot on both sides. */
   private async cleanup(plan: DatasetPlan, host: string, port: number): Promise<void> {
     const source = this.mstate.snapshots.get(plan.zfsFilesystem) ?? [];
-    if (source.length > 1) this.mstate.snapshots.set(plan.zfsFilesystem, source.slice(-1));
+    if (source.length > 1) {
+      this.mstate.snapshots.set(plan.zfsFilesystem, source.slice(-1));
+      await this.mstate.save();
+    }
     if (plan.isFirstSync || !plan.prevSnapshotName.startsWith(SNAPSHOT_PREFIX)) return;
     const conn = await this.connect(host, port);
     try {

@@ -87,7 +87,7 @@ export abstract class MigrationListener implements MigrationProcess {
     ctx: TaskContext,
     readonly vmUuid: string,
   ) {
-    const state = migrationState(ctx.state);
+    const state = migrationState(ctx);
     this.pid = state.nextPid++;
     this.log = ctx.log;
     this.server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(sock));

@@ -1,11 +1,15 @@
 /**
  * What a mock CN keeps for VM migrations (machine_migrate), beside its VMs: the ZFS facts a
  * migration changes and nothing else models (the `vm-migration-N` sync snapshots of each
- * dataset, a bhyve zone dataset whose quota was lifted for the sync) and the listening
- * migration processes of this CN (a sender on the source, a receiver on the target), each
- * under the pid VMAPI records to stop it later. In memory, per CN: a restart forgets the
- * snapshots, so the next sync is a first (full) sync again, as after a failed receive.
+ * dataset, a bhyve zone dataset whose quota was lifted for the sync), in
+ * `<server dir>/migration.json` (written durably before a step is acknowledged, so an
+ * incremental sync still finds its snapshots after a restart), and the listening migration
+ * processes of this CN (a sender on the source, a receiver on the target), each under the
+ * pid VMAPI records to stop it later (those die with the daemon, as processes with a CN).
  */
+import fs from 'node:fs';
+import path from 'node:path';
+import { writeFileDurable } from '../../../common/durable-file.js';
 import type { MockCn } from '../../../mockcn/types.js';
 import type { Vm } from '../../../vmadm/types.js';
 import type { CnTaskState } from '../types.js';
@@ -28,15 +32,56 @@ export interface MigrationState {
   readonly quotaRemoved: Set<string>;
   readonly processes: Map<number, MigrationProcess>;
   nextPid: number;
+  /** Make the snapshots and quotas durable (writes are serialised; resolves when on disk). */
+  save(): Promise<void>;
 }
 
 const states = new WeakMap<CnTaskState, MigrationState>();
 
-export function migrationState(state: CnTaskState): MigrationState {
-  let s = states.get(state);
+export const MIGRATION_FILE = 'migration.json';
+
+interface MigrationFile {
+  snapshots: Record<string, string[]>;
+  quotaRemoved: string[];
+}
+
+function readFile(file: string): MigrationFile {
+  try {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<MigrationFile>;
+    const snapshots: Record<string, string[]> = {};
+    for (const [k, v] of Object.entries(doc.snapshots ?? {})) {
+      if (Array.isArray(v) && v.every((x) => typeof x === 'string')) snapshots[k] = v;
+    }
+    const quotaRemoved = Array.isArray(doc.quotaRemoved) ? doc.quotaRemoved.filter((x): x is string => typeof x === 'string') : [];
+    return { snapshots, quotaRemoved };
+  } catch {
+    // None yet (or unreadable): no snapshots, as on a CN that never migrated.
+    return { snapshots: {}, quotaRemoved: [] };
+  }
+}
+
+export function migrationState(ctx: { state: CnTaskState; cn: Pick<MockCn, 'paths'> }): MigrationState {
+  let s = states.get(ctx.state);
   if (!s) {
-    s = { snapshots: new Map(), quotaRemoved: new Set(), processes: new Map(), nextPid: 61_000 };
-    states.set(state, s);
+    const file = path.join(ctx.cn.paths.dir, MIGRATION_FILE);
+    const doc = readFile(file);
+    let chain: Promise<void> = Promise.resolve();
+    const st: MigrationState = {
+      snapshots: new Map(Object.entries(doc.snapshots)),
+      quotaRemoved: new Set(doc.quotaRemoved),
+      processes: new Map(),
+      nextPid: 61_000,
+      save() {
+        const next = chain.catch(() => undefined).then(() => {
+          const out: MigrationFile = { snapshots: Object.fromEntries(st.snapshots), quotaRemoved: [...st.quotaRemoved] };
+          return writeFileDurable(file, `${JSON.stringify(out, null, 2)}\n`);
+        });
+        chain = next;
+        return next;
+      },
+    };
+    s = st;
+    states.set(ctx.state, s);
   }
   return s;
 }
