@@ -283,6 +283,14 @@ export class FileVmStore implements VmStore {
     });
   }
 
+  setCreateTimestamp(uuid: string, timestamp: string): Promise<Vm> {
+    return this.steps(uuid, () => [
+      (s) => {
+        s.create_timestamp = timestamp;
+      },
+    ]);
+  }
+
   async info(uuid: string, types?: string[]): Promise<Record<string, unknown>> {
     const vm = this.index.get(uuid);
     if (!vm) throw vmNotFound(uuid);

@@ -238,6 +238,14 @@ export interface VmStore {
   deleteSnapshot(uuid: string, name: string): Promise<Vm>;
   rollbackSnapshot(uuid: string, name: string): Promise<Vm>;
 
+  /**
+   * `zonecfg -z <uuid> 'select attr name=create-timestamp; set value=<ts>; end'`: what a VM
+   * migration does to keep the VM's original creation time on its new CN (vmadm itself
+   * refuses `create_timestamp`). VmNotFound when there is no such VM. Optional: stand-ins
+   * may leave it out.
+   */
+  setCreateTimestamp?(uuid: string, timestamp: string): Promise<Vm>;
+
   info(uuid: string, types?: string[]): Promise<Record<string, unknown>>;
   sysrq(uuid: string, request: string): Promise<void>;
 

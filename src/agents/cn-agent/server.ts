@@ -207,6 +207,7 @@ export class CnAgentServer {
     this.admission.dropCn(uuid, new Error(`task aborted: ${this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed'}`));
     const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
     await slot.abortAll(this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed');
+    for (const stop of [...(slot.state.onDetach ?? [])]) stop();
     // Let the aborted tasks' replies go out before the connections are cut.
     await new Promise((r) => setImmediate(r));
     for (const sock of slot.sockets) sock.destroy();

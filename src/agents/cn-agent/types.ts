@@ -61,6 +61,11 @@ export interface CnTaskState {
   zfs?: ZfsStore;
   /** Files written into this CN's containers (docker_copy, docker_build): tasks/container-fs.ts. */
   containerFiles?: ContainerFiles;
+  /**
+   * What a task left running past its own end (a listener, e.g. a migration process) and
+   * must stop when the CN is detached or cn-agent stops; the owner removes itself when done.
+   */
+  onDetach?: Set<() => void>;
 }
 
 export interface TaskContext {

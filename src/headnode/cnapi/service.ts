@@ -14,6 +14,8 @@ import { closeServer, createServer, listen, type RestifyServer } from '../http.j
 import { mountDockerRoutes } from './routes-docker.js';
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
+import { mountImageRoutes } from './routes-images.js';
+import { mountMigrateRoutes } from './routes-migrate.js';
 import { mountVmRoutes } from './routes-vms.js';
 import { mountZfsRoutes } from './routes-zfs.js';
 import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
@@ -129,6 +131,8 @@ export class CnapiService {
     mountTaskRoutes(server, ctx);
     mountZfsRoutes(server, ctx);
     mountDockerRoutes(server, ctx);
+    mountImageRoutes(server, ctx);
+    mountMigrateRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();

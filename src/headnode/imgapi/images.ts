@@ -11,12 +11,16 @@ import { agentTree, osImageTree, type TreeFile } from './build.js';
 export interface ImageFile {
   sha1: string;
   size: number;
-  compression: 'gzip' | 'bzip2' | 'none';
+  compression: FileCompression;
   /** base64 MD5, for the Content-MD5 header. */
   contentMD5: string;
   /** ISO time of the upload (Last-Modified). */
   mtime: string;
 }
+
+/** IMGAPI's VALID_FILE_COMPRESSIONS (sdc-imgapi lib/constants.js). */
+export const FILE_COMPRESSIONS = ['gzip', 'bzip2', 'xz', 'none'] as const;
+export type FileCompression = (typeof FILE_COMPRESSIONS)[number];
 
 /** A stored manifest (wire fields only, plus file bookkeeping). */
 export interface ImageManifest {
@@ -28,7 +32,8 @@ export interface ImageManifest {
   state: 'active' | 'unactivated' | 'disabled' | 'creating' | 'failed';
   disabled: boolean;
   public: boolean;
-  published_at: string;
+  /** Set at activation (or kept from an imported manifest); absent before. */
+  published_at?: string;
   type: string;
   os: string;
   files: ImageFile[];
@@ -41,6 +46,14 @@ export interface ImageManifest {
   cpu_type?: string;
   tags?: Record<string, unknown>;
   urn?: string;
+  origin?: string;
+  acl?: string[];
+  eula?: string;
+  users?: unknown[];
+  billing_tags?: string[];
+  traits?: Record<string, unknown>;
+  generate_passwords?: boolean;
+  inherited_directories?: string[];
 }
 
 /** What to generate for one seed image. */
@@ -133,7 +146,7 @@ export function seedImages(adminUuid: string): SeedImage[] {
   return out;
 }
 
-/** `Image.serialize`: the wire form (file bookkeeping stays out). */
+/** `Image.serialize`: the wire form (file bookkeeping stays out), in its key order. */
 export function serializeImage(m: ImageManifest): Record<string, unknown> {
   const data: Record<string, unknown> = {
     v: m.v,
@@ -144,16 +157,37 @@ export function serializeImage(m: ImageManifest): Record<string, unknown> {
     state: m.state,
     disabled: m.disabled,
     public: m.public,
-    published_at: m.published_at,
-    type: m.type,
-    os: m.os,
-    files: m.files.map((f) => ({ sha1: f.sha1, size: f.size, compression: f.compression })),
   };
-  for (const k of ['description', 'homepage', 'requirements', 'image_size', 'nic_driver', 'disk_driver', 'cpu_type', 'tags', 'urn'] as const) {
+  // Unset before activation: JSON leaves the undefined value out, as IMGAPI's answer does.
+  if (m.published_at !== undefined) data.published_at = m.published_at;
+  data.type = m.type;
+  data.os = m.os;
+  data.files = m.files.map((f) => ({ sha1: f.sha1, size: f.size, compression: f.compression }));
+  if (m.acl && m.acl.length > 0) data.acl = m.acl;
+  for (const k of OPTIONAL_WIRE_FIELDS) {
     if (m[k] !== undefined) data[k] = m[k];
   }
+  if (m.billing_tags && m.billing_tags.length > 0) data.billing_tags = m.billing_tags;
+  if (m.traits && Object.keys(m.traits).length > 0) data.traits = m.traits;
   return data;
 }
+
+const OPTIONAL_WIRE_FIELDS = [
+  'description',
+  'homepage',
+  'eula',
+  'urn',
+  'requirements',
+  'users',
+  'generate_passwords',
+  'inherited_directories',
+  'origin',
+  'nic_driver',
+  'disk_driver',
+  'cpu_type',
+  'image_size',
+  'tags',
+] as const;
 
 export interface ListFilter {
   state?: string;
@@ -169,8 +203,10 @@ export interface ListFilter {
 /** ListImages matching: `state` defaults to active; `name` and `version` take a `~substring`. */
 export function matches(m: ImageManifest, f: ListFilter): boolean {
   const state = f.state ?? 'active';
-  if (state === 'active' && !(m.state === 'active' && !m.disabled)) return false;
-  if (state === 'disabled' && !(m.state === 'active' && m.disabled)) return false;
+  // IMGAPI's state is 'disabled' for an activated image with disabled set; seeds keep 'active'.
+  const activated = m.state === 'active' || m.state === 'disabled';
+  if (state === 'active' && !(activated && !m.disabled)) return false;
+  if (state === 'disabled' && !(activated && m.disabled)) return false;
   if (state === 'unactivated' && m.state !== 'unactivated') return false;
   if ((state === 'creating' || state === 'failed') && m.state !== state) return false;
   const text = (value: string, want: string | undefined): boolean =>

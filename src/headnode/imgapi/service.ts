@@ -1,12 +1,12 @@
 /**
  * The dev headnode's IMGAPI: ListImages, GetImage and GetImageFile over a small seeded
- * catalogue (see images.ts). Manifests live in the headnode store ("imgapi"), files under
+ * catalogue (see images.ts), and the writes `imgadm publish` makes (writes.ts). Manifests live in the headnode store ("imgapi"), files under
  * `<data-dir>/headnode/imgapi/images/<uuid>/file0`. At start every seed image's file is
  * checked (size and sha1) and regenerated when missing or damaged; generation is
  * reproducible, so an image's uuid, size and sha1 stay the same across restarts.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
@@ -18,6 +18,7 @@ import { closeServer, createServer, listen, route, type Req, type Reply, type Re
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import { buildTarball } from './build.js';
 import { matches, seedImages, serializeImage, type ImageManifest, type ListFilter } from './images.js';
+import { activateImage, addImageFile, adminImportImage, createImage, deleteImage, imageAction, type ImageCatalogue } from './writes.js';
 
 export interface ImgapiServiceOptions {
   log: Logger;
@@ -106,9 +107,29 @@ export class ImgapiService {
   }
 
   private sorted(): ImageManifest[] {
-    return [...this.images.values()].sort((a, b) =>
-      a.published_at < b.published_at ? -1 : a.published_at > b.published_at ? 1 : a.uuid < b.uuid ? -1 : 1,
-    );
+    return [...this.images.values()].sort((a, b) => {
+      const pa = a.published_at ?? '';
+      const pb = b.published_at ?? '';
+      return pa < pb ? -1 : pa > pb ? 1 : a.uuid < b.uuid ? -1 : 1;
+    });
+  }
+
+  /** The catalogue as the write endpoints use it: every change is durable before the answer. */
+  private catalogueView(): ImageCatalogue {
+    return {
+      adminUuid: this.adminUuid,
+      get: (uuid) => this.images.get(uuid),
+      all: () => this.images.values(),
+      put: async (m) => {
+        this.images.set(m.uuid, m);
+        await this.doc?.save();
+      },
+      remove: async (uuid) => {
+        this.images.delete(uuid);
+        await this.doc?.save();
+      },
+      fileOf: (uuid) => this.fileOf(uuid),
+    };
   }
 
   private async fileIntact(m: ImageManifest): Promise<boolean> {
@@ -122,10 +143,16 @@ export class ImgapiService {
     }
   }
 
-  /** `reqValidUuid` + `reqGetImage`. */
-  private imageFor(req: Req): ImageManifest {
+  /** `reqValidUuid`. */
+  private validUuid(req: Req): string {
     const uuid = String(req.params.uuid);
     if (!isUuid(uuid) || uuid !== uuid.toLowerCase()) throw new MockcloudError('ResourceNotFound', `${req.url} does not exist`);
+    return uuid;
+  }
+
+  /** `reqValidUuid` + `reqGetImage`. */
+  private imageFor(req: Req): ImageManifest {
+    const uuid = this.validUuid(req);
     const m = this.images.get(uuid);
     if (!m) throw new MockcloudError('ResourceNotFound', `image ${uuid} not found`);
     return m;
@@ -165,6 +192,19 @@ export class ImgapiService {
     });
     server.get('/images/:uuid/file', getFile);
     server.head('/images/:uuid/file', getFile);
+
+    const cat = this.catalogueView();
+    server.post('/images', r((req) => createImage(cat, req, randomUUID)));
+    server.post(
+      '/images/:uuid',
+      r((req) => {
+        this.validUuid(req);
+        // AdminImportImage runs before the image is looked up: it must not exist yet.
+        return imageAction(req) === 'import' ? adminImportImage(cat, req) : activateImage(cat, this.imageFor(req));
+      }),
+    );
+    server.put('/images/:uuid/file', r((req) => addImageFile(cat, this.imageFor(req), req)));
+    server.del('/images/:uuid', r((req) => deleteImage(cat, this.imageFor(req))));
   }
 
   private listImages(req: Req): Record<string, unknown>[] {

@@ -15,12 +15,15 @@ import { imageEnsurePresent } from './image_ensure_present.js';
 import { imageGet } from './image_get.js';
 import { machineBoot } from './machine_boot.js';
 import { machineCreate } from './machine_create.js';
+import { machineCreateImage } from './machine_create_image.js';
 import { machineCreateSnapshot } from './machine_create_snapshot.js';
 import { machineDeleteSnapshot } from './machine_delete_snapshot.js';
 import { machineDestroy } from './machine_destroy.js';
 import { machineInfo } from './machine_info.js';
 import { machineKill } from './machine_kill.js';
 import { machineLoad } from './machine_load.js';
+import { machineMigrate } from './machine_migrate.js';
+import { machineMigrateReceive } from './machine_migrate_receive.js';
 import { machineProc } from './machine_proc.js';
 import { machineReboot } from './machine_reboot.js';
 import { machineReprovision } from './machine_reprovision.js';
@@ -89,6 +92,10 @@ export const TASKS: readonly RegisteredTask[] = [
   machineCreateSnapshot,
   machineRollbackSnapshot,
   machineDeleteSnapshot,
+  machineMigrate,
+  machineMigrateReceive,
+  // machine_images
+  machineCreateImage,
   // image_query
   imageGet,
   // machine_query

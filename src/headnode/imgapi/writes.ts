@@ -1,0 +1,254 @@
+/**
+ * The dev IMGAPI's write endpoints, the ones `imgadm publish` (and so cn-agent's
+ * machine_create_image) drives, following sdc-imgapi lib/images.js:
+ *
+ * - CreateImage `POST /images` (no action): a new unactivated image with a fresh uuid;
+ *   `?action=create-from-vm` answers NotAvailable, as an IMGAPI without Manta storage does;
+ * - AdminImportImage `POST /images/:uuid?action=import`: the image with the manifest's own
+ *   uuid, unactivated (a `creating` placeholder of that uuid is replaced, any other image
+ *   of that uuid is ImageUuidAlreadyExists); the unset owner becomes the DC's admin;
+ * - AddImageFile `PUT /images/:uuid/file?compression=..[&sha1=..]`: the file, streamed to
+ *   disk with its size, sha1 and MD5 checked against `Content-Length` and `sha1`;
+ * - ActivateImage `POST /images/:uuid?action=activate`: needs a file, sets `published_at`;
+ * - DeleteImage `DELETE /images/:uuid`: refused while another image names it as its origin.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fsyncDir } from '../../common/durable-file.js';
+import { MockcloudError } from '../../common/errors.js';
+import { isUuid } from '../../common/uuid.js';
+import { body, noContent, ok, query, type Reply, type Req } from '../http.js';
+import { FILE_COMPRESSIONS, serializeImage, type FileCompression, type ImageManifest } from './images.js';
+import { invalidParameter, newImage, validationFailed } from './manifest-input.js';
+
+/** IMGAPI's MAX_IMAGE_SIZE (20 GiB). */
+const MAX_IMAGE_SIZE = 20 * 1024 * 1024 * 1024;
+/** IMGAPI's UNSET_OWNER_UUID. */
+const UNSET_OWNER = '00000000-0000-0000-0000-000000000000';
+
+/** What the write endpoints need of the service's catalogue. */
+export interface ImageCatalogue {
+  readonly adminUuid: string;
+  get(uuid: string): ImageManifest | undefined;
+  all(): Iterable<ImageManifest>;
+  /** Store (or replace) a manifest and make the catalogue durable. */
+  put(m: ImageManifest): Promise<void>;
+  remove(uuid: string): Promise<void>;
+  fileOf(uuid: string): string;
+}
+
+function bodyObject(req: Req, what: string): Record<string, unknown> {
+  const b = body(req);
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) {
+    throw validationFailed(`missing request body (${what})`, [{ field: 'body', code: 'MissingParameter', message: `missing ${what}` }]);
+  }
+  return { ...(b as Record<string, unknown>) };
+}
+
+function actionOf(req: Req): string | undefined {
+  const a = query(req).action;
+  return typeof a === 'string' ? a : undefined;
+}
+
+function invalidAction(action: string | undefined): MockcloudError {
+  return action === undefined
+    ? invalidParameter('no image "action" was specified', [{ field: 'action', code: 'MissingParameter', message: 'missing' }])
+    : invalidParameter(`"${action}" is not a valid action`, [{ field: 'action', code: 'Invalid', message: 'unknown action' }]);
+}
+
+function alreadyExists(uuid: string): MockcloudError {
+  return new MockcloudError('Conflict', `image uuid "${uuid}" already exists`, { restCode: 'ImageUuidAlreadyExists' });
+}
+
+function upload(code: 'Upload' | 'Download', message: string): MockcloudError {
+  return new MockcloudError('BadRequest', message, { restCode: code });
+}
+
+async function ensureOrigin(cat: ImageCatalogue, origin: string | undefined): Promise<void> {
+  if (origin !== undefined && !cat.get(origin)) {
+    throw new MockcloudError('InvalidParameters', `origin image "${origin}" does not exist`, { restCode: 'OriginDoesNotExist' });
+  }
+}
+
+/** `POST /images`. */
+export async function createImage(cat: ImageCatalogue, req: Req, newUuid: () => string): Promise<Reply> {
+  const action = actionOf(req);
+  if (action === 'create-from-vm') {
+    throw new MockcloudError('NotImplemented', 'custom image creation is not currently available', { restCode: 'NotAvailable' });
+  }
+  if (action !== undefined) throw invalidAction(action);
+  const data = bodyObject(req, 'image manifest');
+  const account = query(req).account;
+  if (typeof account === 'string') {
+    if (!isUuid(account)) throw invalidParameter(`invalid "account": not a UUID: "${account}"`, [{ field: 'account', code: 'Invalid', message: 'not a UUID' }]);
+    if (data.owner === undefined) data.owner = account;
+    else if (data.owner !== account) {
+      throw invalidParameter(`invalid owner: given owner, "${String(data.owner)}", does not match account, "${account}"`, [
+        { field: 'owner', code: 'Invalid', message: 'does not match account' },
+      ]);
+    }
+  }
+  if (data.state !== undefined) {
+    throw validationFailed('invalid image data: "state"', [{ field: 'state', code: 'NotAllowed', message: 'Parameter cannot be set' }]);
+  }
+  delete data.channels;
+  await ensureOrigin(cat, typeof data.origin === 'string' ? data.origin : undefined);
+  const m = newImage(data, newUuid(), false);
+  await cat.put(m);
+  return ok(serializeImage(m));
+}
+
+/** `POST /images/:uuid?action=import` (without `source`). */
+export async function adminImportImage(cat: ImageCatalogue, req: Req): Promise<Reply> {
+  const uuid = String(req.params.uuid);
+  if (query(req).account !== undefined) {
+    throw new MockcloudError('Forbidden', 'operator only', { restCode: 'OperatorOnly' });
+  }
+  const data = bodyObject(req, 'image manifest');
+  if (data.uuid !== uuid) {
+    throw invalidParameter(`URL UUID, "${uuid}" and body UUID, "${String(data.uuid)}" do not match`, [
+      { field: 'uuid', code: 'Invalid', message: 'does not match the URL' },
+    ]);
+  }
+  delete data.channels;
+  const existing = cat.get(uuid);
+  if (existing && existing.state !== 'creating') throw alreadyExists(uuid);
+  await ensureOrigin(cat, typeof data.origin === 'string' ? data.origin : undefined);
+  // 'dc' mode: an image published with the unset owner belongs to the DC's admin.
+  if (data.owner === UNSET_OWNER) data.owner = cat.adminUuid;
+  const m = newImage(data, uuid, true);
+  await cat.put(m);
+  return ok(serializeImage(m));
+}
+
+/** `POST /images/:uuid?action=activate`. */
+export async function activateImage(cat: ImageCatalogue, m: ImageManifest): Promise<Reply> {
+  if (m.state === 'active' || m.state === 'disabled') {
+    throw new MockcloudError('InvalidParameters', `image "${m.uuid}" is already activated`, { restCode: 'ImageAlreadyActivated' });
+  }
+  if (m.files.length === 0) {
+    throw new MockcloudError('InvalidParameters', `image "${m.uuid}" cannot be activated: it has no file`, {
+      restCode: 'NoActivationNoFile',
+    });
+  }
+  const next: ImageManifest = {
+    ...m,
+    state: m.disabled ? 'disabled' : 'active',
+    published_at: m.published_at ?? new Date().toISOString(),
+  };
+  await cat.put(next);
+  return ok(serializeImage(next));
+}
+
+/** The POST /images/:uuid actions the dev IMGAPI serves. */
+export function imageAction(req: Req): 'import' | 'activate' {
+  const action = actionOf(req);
+  if (action === 'import' && query(req).source === undefined) return 'import';
+  if (action === 'activate') return 'activate';
+  throw invalidAction(action);
+}
+
+/** `PUT /images/:uuid/file`: the request body is the file (never parsed: octet-stream). */
+export async function addImageFile(cat: ImageCatalogue, m: ImageManifest, req: Req): Promise<Reply> {
+  if (m.state === 'active' || m.state === 'disabled') {
+    req.resume();
+    throw new MockcloudError('InvalidParameters', `cannot modify files on activated image ${m.uuid}`, { restCode: 'ImageFilesImmutable' });
+  }
+  const q = query(req);
+  const compression = q.compression;
+  if (!compression) {
+    req.resume();
+    throw invalidParameter('missing "compression"', [{ field: 'compression', code: 'Missing', message: 'missing' }]);
+  }
+  if (typeof compression !== 'string' || !(FILE_COMPRESSIONS as readonly string[]).includes(compression)) {
+    req.resume();
+    throw invalidParameter(`invalid compression "${String(compression)}" (must be one of ${FILE_COMPRESSIONS.join(', ')})`, [
+      { field: 'compression', code: 'Invalid', message: 'unknown compression' },
+    ]);
+  }
+  const lengthHeader = req.headers['content-length'];
+  const contentLength = lengthHeader !== undefined && !Number.isNaN(Number(lengthHeader)) ? Number(lengthHeader) : undefined;
+  if (contentLength !== undefined && contentLength > MAX_IMAGE_SIZE) {
+    req.resume();
+    throw upload('Upload', `image file size ${contentLength} (from Content-Length) exceeds the maximum allowed size, 20 GiB`);
+  }
+
+  const final = cat.fileOf(m.uuid);
+  const dir = path.dirname(final);
+  await fsp.mkdir(dir, { recursive: true });
+  const tmp = path.join(dir, `.file0.${randomBytes(6).toString('hex')}.tmp`);
+  const sha1 = createHash('sha1');
+  const md5 = createHash('md5');
+  let size = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > MAX_IMAGE_SIZE) {
+        cb(upload('Upload', 'image file size exceeds the maximum allowed size, 20 GiB'));
+        return;
+      }
+      sha1.update(chunk);
+      md5.update(chunk);
+      cb(null, chunk);
+    },
+  });
+  try {
+    const out = createWriteStream(tmp, { mode: 0o644 });
+    await pipeline(req, meter, out);
+    if (size === 0) throw upload('Download', 'image file size is 0 bytes, empty files are not allowed');
+    if (contentLength !== undefined && size !== contentLength) {
+      throw upload('Download', `"Content-Length" header, ${contentLength}, does not match uploaded size, ${size}`);
+    }
+    const digest = sha1.digest('hex');
+    if (typeof q.sha1 === 'string' && q.sha1 !== digest) {
+      throw upload('Download', `"sha1" hash, ${q.sha1}, does not match the uploaded file sha1 hash, ${digest}`);
+    }
+    const fd = await fsp.open(tmp, 'r+');
+    try {
+      await fd.sync();
+    } finally {
+      await fd.close();
+    }
+    // Activation may have happened while the file streamed in (finishMoveImageFile's check).
+    const now = cat.get(m.uuid);
+    if (!now) throw new MockcloudError('ResourceNotFound', `image ${m.uuid} not found`);
+    if (now.state === 'active' || now.state === 'disabled') {
+      throw new MockcloudError('InvalidParameters', `image "${m.uuid}" is already activated`, { restCode: 'ImageAlreadyActivated' });
+    }
+    await fsp.rename(tmp, final);
+    await fsyncDir(dir);
+    const next: ImageManifest = {
+      ...now,
+      files: [
+        {
+          sha1: digest,
+          size,
+          compression: compression as FileCompression,
+          contentMD5: md5.digest('base64'),
+          mtime: new Date().toISOString(),
+        },
+      ],
+    };
+    await cat.put(next);
+    return ok(serializeImage(next));
+  } catch (err) {
+    await fsp.unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** `DELETE /images/:uuid`. */
+export async function deleteImage(cat: ImageCatalogue, m: ImageManifest): Promise<Reply> {
+  const dependents = [...cat.all()].filter((x) => x.origin === m.uuid).map((x) => x.uuid);
+  if (dependents.length > 0) {
+    throw new MockcloudError('InvalidParameters', `image "${m.uuid}" has dependent images: ${dependents.join(', ')}`, {
+      restCode: 'ImageHasDependentImages',
+    });
+  }
+  await cat.remove(m.uuid);
+  await fsp.rm(path.dirname(cat.fileOf(m.uuid)), { recursive: true, force: true });
+  return noContent();
+}

@@ -1,0 +1,99 @@
+/**
+ * A small dev DC for end-to-end tests: the embedded dev headnode and a daemon hosting a few
+ * mock CNs, all on loopback with ports from the OS, driven through sdc-clients. The
+ * reporter's timings are shortened (config, not code) so CNs register in moments.
+ */
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createQuietLogger } from '../../../src/common/log.js';
+import { resolveConfig } from '../../../src/daemon/config.js';
+import { Daemon } from '../../../src/daemon/daemon.js';
+import { noMdata } from '../../../src/daemon/mdata.js';
+import { Headnode, type HeadnodeUrls } from '../../../src/headnode/headnode.js';
+import { call, closeClient, cnapiClient, waitFor, type Client } from './sdc-clients.js';
+
+const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
+
+export type Obj = Record<string, any>;
+
+export interface DevDc {
+  dataDir: string;
+  headnode: Headnode;
+  daemon: Daemon;
+  urls: HeadnodeUrls;
+  cnapi: Client;
+  /** The CNs' uuids, as CNAPI lists them (all running). */
+  servers: string[];
+  close(): Promise<void>;
+}
+
+export async function startDevDc(cnCount: number): Promise<DevDc> {
+  const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-devdc-'));
+  const log = createQuietLogger();
+  const headnode = new Headnode({ dataDir, log });
+  let daemon: Daemon | undefined;
+  let cnapi: Client | undefined;
+  const close = async (): Promise<void> => {
+    closeClient(cnapi);
+    await daemon?.stop();
+    await headnode.stop();
+    await fsp.rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const urls = await headnode.start();
+    await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
+    const config = await resolveConfig({
+      flags: {
+        dataDir,
+        cnapiUrl: urls.cnapi,
+        vmapiUrl: urls.vmapi,
+        napiUrl: urls.napi,
+        imgapiUrl: urls.imgapi,
+        bindIp: '127.0.0.1',
+        datacenterName: 'coal',
+        cmonPort: 0,
+      },
+      env: {},
+      mdata: noMdata,
+    });
+    daemon = new Daemon({ config, log });
+    await daemon.start();
+    cnapi = cnapiClient(urls.cnapi);
+    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ count: cnCount }),
+    });
+    if (res.status >= 300) throw new Error(`create-servers answered ${res.status}`);
+    const client = cnapi;
+    const servers = await waitFor(
+      async () => {
+        const list = await call<Obj[]>(client, 'listServers', {});
+        const running = list.filter((s) => s.status === 'running' && s.setup === true);
+        return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
+      },
+      60_000,
+      100,
+    );
+    return { dataDir, headnode, daemon, urls, cnapi, servers, close };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** POST a CNAPI route that answers `{id}`, then wait for the task; returns the finished task. */
+export async function cnapiTask(cnapi: Client, urlPath: string, body: unknown, timeoutS = 60): Promise<Obj> {
+  const started = await new Promise<{ id: string }>((resolve, reject) => {
+    cnapi.post(urlPath, body, (err: Error | null, obj: { id: string }) => (err ? reject(err) : resolve(obj)));
+  });
+  if (typeof started?.id !== 'string') throw new Error(`${urlPath} answered no task id: ${JSON.stringify(started)}`);
+  return call<Obj>(cnapi, 'waitTask', started.id, { timeout: timeoutS });
+}
+
+/** The error message a failed CNAPI task recorded. */
+export function taskError(task: Obj): string | undefined {
+  const e = (task.history as Obj[] | undefined)?.find((h) => h.name === 'error')?.event?.error;
+  return typeof e === 'string' ? e : e?.message;
+}
