@@ -18,23 +18,23 @@
  *   DELETE /faults/:id                remove one
  *
  * Errors are Triton-style `{"code","message"}` with the catalogue's status.
+ *
+ * On restify through the helpers every other surface uses (src/headnode/http.ts), keeping
+ * what the CLI and scripts rely on: only loopback Host names are served; a body is JSON
+ * whatever its Content-Type (curl -d, fetch with a string body), at most 64 KiB (413
+ * RequestEntityTooLarge), read before routing; the path is read as WHATWG URL reads it,
+ * empty segments dropped (`/servers/` is `/servers`); a 404 or 405 names the method and the
+ * path; a bad server UUID is a 409 whatever the method.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MockcloudError, toMockcloudError } from '../common/errors.js';
+import { MockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { isUuid } from '../common/uuid.js';
+import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
 
 export const CONTROL_IP = '127.0.0.1';
 const MAX_BODY_BYTES = 64 * 1024;
-
-export interface ControlRequest {
-  method: string;
-  /** Path segments after the leading slash, e.g. ['servers', '<uuid>', 'rescan']. */
-  segments: string[];
-  query: URLSearchParams;
-  body: unknown;
-}
 
 export interface ControlResponse {
   status?: number;
@@ -59,10 +59,15 @@ export interface ControlHandlers {
   removeFault(id: string): unknown;
 }
 
+/** What one path answers, by method; any other method is a 405. */
+type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promise<ControlResponse>>>;
+
+/** Every method restify routes: each path answers all of them, so the 405 is ours. */
+const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
+
 export class ControlApi {
-  private server: http.Server | undefined;
+  private server: RestifyServer | undefined;
   private addr: AddressInfo | undefined;
-  private readonly sockets = new Set<import('node:net').Socket>();
 
   constructor(
     private readonly handlers: ControlHandlers,
@@ -76,119 +81,132 @@ export class ControlApi {
   }
 
   async start(): Promise<void> {
-    const server = http.createServer((req, res) => void this.handle(req, res));
-    server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
+    // A server UUID of any length is a 409, not a path no route matches.
+    const server = createServer({ name: 'mockcloud-control', log: this.log, parseBody: false, maxParamLength: 8 * 1024 });
+    server.pre((req, res, next) => {
+      res.setHeader('cache-control', 'no-store');
+      admit(req).then(
+        () => next(),
+        (err: unknown) => {
+          sendError(res, err, this.log);
+          next(false);
+        },
+      );
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, CONTROL_IP, () => {
-        server.off('error', reject);
-        resolve();
-      });
+    // restify's router answers these itself; the messages are ours.
+    server.on('NotFound', (req: Req, res: Res, _err: unknown, done: () => void) => {
+      sendError(res, notFound(req), this.log);
+      done();
     });
+    server.on('MethodNotAllowed', (req: Req, res: Res, _err: unknown, done: () => void) => {
+      res.removeHeader('allow');
+      sendError(res, methodNotAllowed(req), this.log);
+      done();
+    });
+    this.mount(server);
+    await listen(server, CONTROL_IP, this.port);
     this.server = server;
-    this.addr = server.address() as AddressInfo;
+    this.addr = server.server.address() as AddressInfo;
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const s of this.sockets) s.destroy();
-    });
+    await closeServer(server);
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let status = 200;
-    let body: unknown;
-    try {
-      checkHost(req.headers.host);
-      const url = new URL(req.url ?? '/', 'http://control');
-      const segments = url.pathname.split('/').filter((s) => s.length > 0).map(decodeSegment);
-      const parsed = await readJsonBody(req);
-      const out = await this.route({ method: req.method ?? 'GET', segments, query: url.searchParams, body: parsed });
-      status = out.status ?? 200;
-      body = out.body;
-    } catch (err) {
-      const e = toMockcloudError(err);
-      if (e.statusCode >= 500) this.log.error({ err: e }, 'control API request failed');
-      status = e.statusCode;
-      body = e.toBody();
-    }
-    const text = body === undefined ? '' : JSON.stringify(body);
-    res.writeHead(status, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(text),
-      'cache-control': 'no-store',
-    });
-    res.end(text);
-  }
-
-  private async route(r: ControlRequest): Promise<ControlResponse> {
+  private mount(server: RestifyServer): void {
     const h = this.handlers;
-    const [first, uuid, action, ...rest] = r.segments;
-    const only = (method: string, fn: () => unknown | Promise<unknown>): Promise<ControlResponse> => {
-      if (r.method !== method) throw methodNotAllowed(r.method, `/${r.segments.join('/')}`);
-      return Promise.resolve(fn()).then((body) => ({ body }));
-    };
-    if (r.segments.length === 1) {
-      switch (first) {
-        case 'ping':
-          return only('GET', () => h.ping());
-        case 'status':
-          return only('GET', () => h.status());
-        case 'config':
-          return only('GET', () => h.config());
-        case 'profiles':
-          return only('GET', () => h.profiles());
-        case 'rescan':
-          return only('POST', () => h.rescanAll());
-        case 'faults': {
-          if (r.method === 'GET') return { body: h.listFaults() };
-          if (r.method === 'POST') return { body: h.setFault(r.body) };
-          if (r.method === 'DELETE') {
-            const server = r.query.get('server') ?? undefined;
-            if (server !== undefined && !isUuid(server)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(server)} is not a server UUID`);
-            return { body: h.clearFaults(server) };
-          }
-          throw methodNotAllowed(r.method, '/faults');
-        }
-        case 'servers':
-          if (r.method === 'GET') return { body: h.listServers() };
-          if (r.method === 'POST') return h.createServers(r.body);
-          throw methodNotAllowed(r.method, '/servers');
-      }
-    }
-    if (first === 'faults' && uuid !== undefined && action === undefined) {
-      return only('DELETE', () => h.removeFault(uuid));
-    }
-    if (first === 'servers' && uuid !== undefined && rest.length === 0) {
+    const answer =
+      (fn: (req: Req) => unknown) =>
+      async (req: Req): Promise<ControlResponse> => ({ body: await fn(req) });
+    const serverUuid = (req: Req): string => {
+      const uuid = String(req.params.uuid);
       if (!isUuid(uuid)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(uuid)} is not a server UUID`);
-      if (action === undefined) {
-        if (r.method === 'GET') return { body: h.getServer(uuid) };
-        if (r.method === 'DELETE') return { body: await h.deleteServer(uuid) };
-        throw methodNotAllowed(r.method, `/servers/${uuid}`);
-      }
-      if (action === 'rescan') return only('POST', () => h.rescanServer(uuid));
+      return uuid;
+    };
+    const on = (path: string, table: (req: Req) => MethodTable): void => {
+      const handler = route(this.log, async (req, res) => {
+        const fn = table(req)[req.method as keyof MethodTable];
+        if (!fn) throw methodNotAllowed(req);
+        const out = await fn(req);
+        const status = out.status ?? 200;
+        if (out.body !== undefined) return { status, body: out.body };
+        // Nothing to say (a delete): an empty JSON answer, as restify's send(status) is not.
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': 0 });
+        res.end();
+      });
+      for (const m of METHODS) server[m](path, handler);
+    };
+
+    on('/ping', () => ({ GET: answer(() => h.ping()) }));
+    on('/status', () => ({ GET: answer(() => h.status()) }));
+    on('/config', () => ({ GET: answer(() => h.config()) }));
+    on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
+    on('/rescan', () => ({ POST: answer(() => h.rescanAll()) }));
+    on('/faults', () => ({
+      GET: answer(() => h.listFaults()),
+      POST: answer((req) => h.setFault(body(req))),
+      DELETE: answer((req) => {
+        const server = new URLSearchParams(req.getQuery()).get('server') ?? undefined;
+        if (server !== undefined && !isUuid(server)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(server)} is not a server UUID`);
+        return h.clearFaults(server);
+      }),
+    }));
+    on('/faults/:id', () => ({ DELETE: answer((req) => h.removeFault(String(req.params.id))) }));
+    on('/servers', () => ({
+      GET: answer(() => h.listServers()),
+      POST: (req) => h.createServers(body(req)),
+    }));
+    on('/servers/:uuid', (req) => {
+      const uuid = serverUuid(req);
+      return { GET: answer(() => h.getServer(uuid)), DELETE: answer(() => h.deleteServer(uuid)) };
+    });
+    on('/servers/:uuid/:action', (req) => {
+      const uuid = serverUuid(req);
+      if (req.params.action !== 'rescan') throw notFound(req);
+      return { POST: answer(() => h.rescanServer(uuid)) };
+    });
+  }
+}
+
+/** Before routing: the Host check, the path, the body (a bad Host or body is answered before any 404). */
+async function admit(req: Req): Promise<void> {
+  checkHost(req.headers.host);
+  req.url = canonicalUrl(req.url ?? '/');
+  (req as { body?: unknown }).body = await readJsonBody(req);
+}
+
+function notFound(req: Req): MockcloudError {
+  return new MockcloudError('ResourceNotFound', `${req.method} ${pathOf(req)} does not exist`);
+}
+
+function methodNotAllowed(req: Req): MockcloudError {
+  return new MockcloudError('MethodNotAllowed', `${req.method} is not allowed on ${pathOf(req)}`);
+}
+
+/** The request's path, decoded, as the messages name it. */
+function pathOf(req: Req): string {
+  return `/${segmentsOf(req.getPath()).map((s) => decodeURIComponent(s)).join('/')}`;
+}
+
+function segmentsOf(path: string): string[] {
+  return path.split('/').filter((s) => s.length > 0);
+}
+
+/** The URL as WHATWG URL reads it, without empty path segments; a segment that does not decode is a 400. */
+function canonicalUrl(url: string): string {
+  const u = new URL(url, 'http://control');
+  const segments = segmentsOf(u.pathname);
+  for (const s of segments) {
+    try {
+      decodeURIComponent(s);
+    } catch {
+      throw new MockcloudError('BadRequest', `bad path segment ${JSON.stringify(s)}`);
     }
-    throw new MockcloudError('ResourceNotFound', `${r.method} /${r.segments.join('/')} does not exist`);
   }
-}
-
-function methodNotAllowed(method: string, path: string): MockcloudError {
-  return new MockcloudError('MethodNotAllowed', `${method} is not allowed on ${path}`);
-}
-
-function decodeSegment(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    throw new MockcloudError('BadRequest', `bad path segment ${JSON.stringify(s)}`);
-  }
+  return `/${segments.join('/')}${u.search}`;
 }
 
 /** Only loopback names: a web page in a browser cannot drive the daemon (DNS rebinding). */

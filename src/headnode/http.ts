@@ -38,6 +38,10 @@ export interface CreateServerOptions {
   maxBodyBytes?: number;
   /** The API version restify advertises, where the real service sets one. */
   version?: string;
+  /** false: no restify body parsing; the caller reads bodies itself. */
+  parseBody?: boolean;
+  /** The longest path parameter a route matches (find-my-way's default: 100); longer is a 404. */
+  maxParamLength?: number;
 }
 
 /**
@@ -50,9 +54,12 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
     log: opts.log,
     handleUncaughtExceptions: false,
     ...(opts.version ? { version: opts.version } : {}),
+    ...(opts.maxParamLength ? { maxParamLength: opts.maxParamLength } : {}),
   } as restifyTypes.ServerOptions);
   server.use(restify.plugins.queryParser({ mapParams: false }));
-  server.use(restify.plugins.bodyParser({ mapParams: false, maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024 }));
+  if (opts.parseBody !== false) {
+    server.use(restify.plugins.bodyParser({ mapParams: false, maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024 }));
+  }
   // Task waits and provisions hold requests open for a long time, as CNAPI's one-hour
   // connection timeout allows; Node's default 5-minute request timeout would cut them.
   server.server.requestTimeout = 0;

@@ -52,7 +52,7 @@ describe('fsyncDir', () => {
   it('folds concurrent requests into at most two syncs, each caller covered by one that started after it asked', async () => {
     const opened: string[] = [];
     const realOpen = fs.openSync;
-    vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode) => {
+    vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, flags: fs.OpenMode, mode?: fs.Mode) => {
       if (p === dir) opened.push(String(p));
       return realOpen(p, flags, mode);
     }) as typeof fs.openSync);

@@ -62,7 +62,7 @@ describe('recovering an interrupted server creation', () => {
     const uuid = newUuid();
     const staging = creatingDir(dataDir, uuid);
     await fsp.mkdir(staging, { recursive: true });
-    const sysinfo = buildSysinfo({ uuid, profile: getProfile(), datacenterName: 'coal', platform: '20210826T002459Z', adminMac: mac, adminIp: nic.ip, extraMac: randomMockMac() });
+    const sysinfo = buildSysinfo({ uuid, profile: getProfile(undefined), datacenterName: 'coal', platform: '20210826T002459Z', adminMac: mac, adminIp: nic.ip, extraMac: randomMockMac() });
     await fsp.writeFile(path.join(staging, SYSINFO_FILE), JSON.stringify(sysinfo));
 
     daemon = await start();

@@ -1,6 +1,6 @@
 /**
- * A changefeed listener (the client side of node-sdc-changefeed 1.5, protocol v2) for NAPI,
- * ONE for the whole daemon:
+ * A changefeed listener (the client side of node-sdc-changefeed 1.5, protocol v2 as
+ * src/common/changefeed/protocol.ts defines it) for NAPI, ONE for the whole daemon:
  *
  *   1. plain `GET /changefeeds` as a probe (a NAPI without a changefeed answers 404: then the
  *      agents rely on their periodic passes and the probe is repeated every `probeRetryMs`);
@@ -17,20 +17,24 @@
  * Timers go through the shared Scheduler.
  */
 import WebSocket from 'ws';
+import {
+  bootstrapResources,
+  changefeedUrls,
+  frameText,
+  LISTENER_ACCEPT_VERSION,
+  LISTENER_HEARTBEAT,
+  parseChangeItem,
+  readFrame,
+  registrationFrame,
+  type ChangeItem,
+  type ChangeKind,
+} from '../../common/changefeed/protocol.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { Scheduler, ScheduledJob } from '../../runtime/scheduler.js';
 
-export interface ChangefeedResource {
-  resource: string;
-  subResources: string[];
-}
-
-export interface ChangefeedItem {
-  changeKind: { resource: string; subResources: string[] };
-  changedResourceId: string;
-  [key: string]: unknown;
-}
+export type ChangefeedResource = ChangeKind;
+export type ChangefeedItem = ChangeItem;
 
 export interface ChangefeedOptions {
   /** The publisher's base URL (http://...), e.g. NAPI's. */
@@ -94,10 +98,10 @@ export class ChangefeedListener {
   private async connect(): Promise<void> {
     if (this.state === 'stopped') return;
     this.state = 'probing';
-    const base = this.o.url.replace(/\/+$/, '');
+    const urls = changefeedUrls(this.o.url);
     let status: number;
     try {
-      const res = await this.o.http.request({ method: 'GET', url: `${base}/changefeeds`, headers: { 'user-agent': this.o.userAgent } });
+      const res = await this.o.http.request({ method: 'GET', url: urls.probe, headers: { 'user-agent': this.o.userAgent } });
       status = res.statusCode;
     } catch (err) {
       this.o.log.debug({ err }, 'changefeed probe failed');
@@ -106,7 +110,7 @@ export class ChangefeedListener {
     }
     if (this.state !== 'probing') return;
     if (status === 404 || status === 405 || status === 501) {
-      if (this.stats.connects === 0 && this.attempt === 0) this.o.log.info({ url: base }, 'NAPI offers no changefeed: relying on periodic passes');
+      if (this.stats.connects === 0 && this.attempt === 0) this.o.log.info({ url: urls.base }, 'NAPI offers no changefeed: relying on periodic passes');
       this.state = 'unsupported';
       this.retryJob = this.o.scheduler.schedule(this.o.probeRetryMs, () => {
         this.retryJob = undefined;
@@ -119,18 +123,18 @@ export class ChangefeedListener {
       return;
     }
     this.state = 'connecting';
-    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/changefeeds`, {
-      headers: { 'accept-version': '~2', 'user-agent': this.o.userAgent },
+    const ws = new WebSocket(urls.socket, {
+      headers: { 'accept-version': LISTENER_ACCEPT_VERSION, 'user-agent': this.o.userAgent },
       handshakeTimeout: 10_000,
     });
     this.ws = ws;
     ws.on('open', () => {
       this.state = 'bootstrapping';
-      ws.send(JSON.stringify({ instance: this.o.instance, service: this.o.service, resources: this.o.resources }));
+      ws.send(registrationFrame({ instance: this.o.instance, service: this.o.service, resources: this.o.resources }));
     });
     ws.on('message', (data, isBinary) => {
       if (isBinary) return;
-      this.onText(ws, data.toString());
+      this.onText(ws, frameText(data));
     });
     ws.on('error', (err) => this.o.log.debug({ err }, 'changefeed socket error'));
     ws.on('close', () => {
@@ -149,20 +153,14 @@ export class ChangefeedListener {
   }
 
   private onText(ws: WebSocket, text: string): void {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
+    const frame = readFrame(text);
+    if (!frame) {
       this.stats.badFrames++;
       return;
     }
-    if (typeof msg !== 'object' || msg === null) {
-      this.stats.badFrames++;
-      return;
-    }
-    const m = msg as Record<string, unknown>;
     if (this.state === 'bootstrapping') {
-      if (!Array.isArray(m.bootstrapRoutes)) {
+      const resources = bootstrapResources(frame);
+      if (!resources) {
         this.stats.badFrames++;
         this.o.log.warn({ frame: text.slice(0, 200) }, 'changefeed: expected the bootstrap answer; reconnecting');
         ws.close();
@@ -173,31 +171,27 @@ export class ChangefeedListener {
       this.stats.connects++;
       this.o.log.info({ instance: this.o.instance }, 'NAPI changefeed registered');
       this.armHeartbeat(ws);
-      for (const route of m.bootstrapRoutes) {
-        const resource = (route as { resource?: unknown } | null)?.resource;
-        if (typeof resource === 'string') {
-          this.stats.bootstraps++;
-          this.o.onBootstrap(resource);
-        }
+      for (const resource of resources) {
+        this.stats.bootstraps++;
+        this.o.onBootstrap(resource);
       }
       return;
     }
     if (this.state !== 'live') return;
-    const kind = m.changeKind as { resource?: unknown; subResources?: unknown } | undefined;
-    if (!kind || typeof kind.resource !== 'string' || typeof m.changedResourceId !== 'string') {
+    const item = parseChangeItem(frame);
+    if (!item) {
       this.stats.badFrames++;
       return;
     }
     this.stats.items++;
-    const subResources = Array.isArray(kind.subResources) ? kind.subResources.filter((s): s is string => typeof s === 'string') : [];
-    this.o.onItem({ ...m, changeKind: { resource: kind.resource, subResources }, changedResourceId: m.changedResourceId });
+    this.o.onItem(item);
   }
 
   private armHeartbeat(ws: WebSocket): void {
     this.heartbeatJob = this.o.scheduler.schedule(this.o.heartbeatMs, () => {
       this.heartbeatJob = undefined;
       if (this.ws !== ws || this.state !== 'live') return;
-      if (ws.readyState === WebSocket.OPEN) ws.send('heartbeat');
+      if (ws.readyState === WebSocket.OPEN) ws.send(LISTENER_HEARTBEAT);
       this.armHeartbeat(ws);
     });
   }

@@ -2,6 +2,7 @@
  * What net-agent pushes to NAPI and pulls from it, field by field (vm-net-agent-spec §3.4-3.6,
  * RFD 28), and the local NIC objects it derives from sysinfo and from VMs.
  */
+import { NIC_ANTI_SPOOF_FLAGS } from '../../common/changefeed/protocol.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import type { Vm, VmNic } from '../../vmadm/types.js';
 
@@ -47,13 +48,7 @@ export interface LocalNic {
 export const LOCAL_FIELDS = ['belongs_to_type', 'belongs_to_uuid', 'cn_uuid', 'owner_uuid', 'primary', 'state'] as const;
 
 /** Anti-spoof flags: booleans in vmadm, possibly strings in NAPI. */
-export const FLAG_FIELDS = [
-  'allow_dhcp_spoofing',
-  'allow_ip_spoofing',
-  'allow_mac_spoofing',
-  'allow_restricted_traffic',
-  'allow_unfiltered_promisc',
-] as const;
+export const FLAG_FIELDS = NIC_ANTI_SPOOF_FLAGS;
 
 /** Fields NAPI owns on a VM NIC: pulled into the VM (update_nics) when they differ. */
 export const REMOTE_VALUE_FIELDS = ['gateway', 'ip', 'model', 'mtu', 'netmask', 'network_uuid', 'nic_tag', 'vlan_id'] as const;

@@ -29,6 +29,7 @@ import type { Logger } from '../../common/log.js';
 import { isUuid, newUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm, VmEvent } from '../../vmadm/types.js';
+import { NETWORK_SUBRESOURCES, NIC_ANTI_SPOOF_FLAGS } from '../../common/changefeed/protocol.js';
 import { ChangefeedListener, type ChangefeedItem, type ChangefeedResource } from './changefeed.js';
 import { normaliseMac, RELEVANT_VM_PATHS, sameLocal, serverLocalNics, vmLocalNics, type LocalNic, type NapiNic } from './fields.js';
 import { NapiCalls, netAgentUserAgent } from './napi.js';
@@ -40,20 +41,8 @@ import { VmPusher, type PushCounters } from './vm-push.js';
 
 /** What net-agent registers for: the real agent's resources, plus NIC model (RFD 28). */
 export const CHANGEFEED_RESOURCES: ChangefeedResource[] = [
-  { resource: 'network', subResources: ['create', 'delete', 'gateway', 'resolvers', 'routes'] },
-  {
-    resource: 'nic',
-    subResources: [
-      'create',
-      'delete',
-      'allow_dhcp_spoofing',
-      'allow_ip_spoofing',
-      'allow_mac_spoofing',
-      'allow_restricted_traffic',
-      'allow_unfiltered_promisc',
-      'model',
-    ],
-  },
+  { resource: 'network', subResources: [...NETWORK_SUBRESOURCES] },
+  { resource: 'nic', subResources: ['create', 'delete', ...NIC_ANTI_SPOOF_FLAGS, 'model'] },
 ];
 
 export const INSTANCE_FILE = 'net-agent.instance_uuid';

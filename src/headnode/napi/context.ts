@@ -3,7 +3,7 @@
  * the changefeed to announce it on.
  */
 import type { Logger } from '../../common/log.js';
-import type { ChangeItem } from './changefeed.js';
+import type { ChangeItem } from '../../common/changefeed/protocol.js';
 import type { NapiState } from './state.js';
 
 export interface NapiContext {

@@ -8,6 +8,7 @@
  * Every function here validates and mutates synchronously (one event-loop turn), so two
  * concurrent requests can never both take the same address or MAC.
  */
+import { NIC_ANTI_SPOOF_FLAGS } from '../../common/changefeed/protocol.js';
 import { cidrContains, formatIpv4, formatMac, randomMacInOui } from './addr.js';
 import type { NapiContext } from './context.js';
 import {
@@ -142,15 +143,7 @@ const UPDATABLE = [
 ] as const;
 
 /** NIC fields whose presence in a PUT is announced on the changefeed. */
-const CHANGEFEED_PARAMS = [
-  'allow_dhcp_spoofing',
-  'allow_ip_spoofing',
-  'allow_mac_spoofing',
-  'allow_restricted_traffic',
-  'allow_unfiltered_promisc',
-  'primary',
-  'state',
-];
+const CHANGEFEED_PARAMS = [...NIC_ANTI_SPOOF_FLAGS, 'primary', 'state'];
 
 const MAC_RETRIES = 50;
 

@@ -5,7 +5,8 @@
  */
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { ChangefeedPublisher } from './changefeed.js';
+import type { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
+import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import type { NapiContext } from './context.js';
 import { params, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import { serializeNetwork, serializeNicTag, type NicRecord } from './model.js';
@@ -154,6 +155,6 @@ export function mountNapiRoutes(server: RestifyServer, ctx: NapiContext, changef
   }));
 
   // --- changefeed (the websocket itself is an HTTP upgrade, see ChangefeedPublisher)
-  server.get('/changefeeds', r(() => ({ status: 200, body: changefeed.resourcesBody() })));
-  server.get('/changefeeds/stats', r(() => ({ status: 200, body: changefeed.statsBody() })));
+  server.get(CHANGEFEED_PATH, r(() => ({ status: 200, body: changefeed.resourcesBody() })));
+  server.get(CHANGEFEED_STATS_PATH, r(() => ({ status: 200, body: changefeed.statsBody() })));
 }

@@ -5,6 +5,7 @@
  * every NIC answer has an Etag, and DELETE honours If-Match.
  */
 import { randomUUID } from 'node:crypto';
+import { NIC_ANTI_SPOOF_FLAGS } from '../../../src/common/changefeed/protocol.js';
 import { MockcloudError } from '../../../src/common/errors.js';
 import { isObject } from './http-util.js';
 
@@ -44,11 +45,7 @@ const NIC_FIELDS = [
   'state',
   'underlay',
   'vlan_id',
-  'allow_dhcp_spoofing',
-  'allow_ip_spoofing',
-  'allow_mac_spoofing',
-  'allow_restricted_traffic',
-  'allow_unfiltered_promisc',
+  ...NIC_ANTI_SPOOF_FLAGS,
 ] as const;
 
 function ipToInt(ip: string): number {

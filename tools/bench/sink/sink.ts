@@ -13,8 +13,10 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { ChangefeedPublisher } from '../../../src/common/changefeed/publisher.js';
+import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH, NAPI_CHANGEFEED_RESOURCES } from '../../../src/common/changefeed/protocol.js';
 import { MockcloudError } from '../../../src/common/errors.js';
+import { createQuietLogger } from '../../../src/common/log.js';
 import { HeartbeatRecorder, type HeartbeatSnapshot } from './heartbeat-recorder.js';
 import { errorReply, isObject, paging, rawJson, readJsonBody, Router, sendReply, type SinkReply } from './http-util.js';
 import { NapiStore, type Nic } from './napi-store.js';
@@ -43,25 +45,6 @@ export interface SinkStats {
   rssBytes: number;
 }
 
-/** The NAPI changefeed resources net-agent subscribes to (v2 bootstrap). */
-const CHANGEFEED_RESOURCES = [
-  { resource: 'network', subResources: ['create', 'delete', 'gateway', 'resolvers', 'routes'], bootstrapRoute: '/networks' },
-  {
-    resource: 'nic',
-    subResources: [
-      'create',
-      'delete',
-      'allow_dhcp_spoofing',
-      'allow_ip_spoofing',
-      'allow_mac_spoofing',
-      'allow_restricted_traffic',
-      'allow_unfiltered_promisc',
-    ],
-    bootstrapRoute: '/nics',
-  },
-  { resource: 'aggregation', subResources: ['create', 'delete'], bootstrapRoute: '/aggregations' },
-];
-
 export class RecordingSink {
   readonly heartbeats = new HeartbeatRecorder();
   readonly napi = new NapiStore();
@@ -70,8 +53,12 @@ export class RecordingSink {
   private unknown: string[] = [];
   private readonly servers = new Map<SinkService, http.Server>();
   private readonly sockets = new Set<Socket>();
-  private readonly wss = new WebSocketServer({ noServer: true });
-  private readonly listeners = new Set<WebSocket>();
+  /** NAPI's changefeed: net-agent registers and bootstraps; the sink publishes nothing. */
+  private readonly changefeed = new ChangefeedPublisher({
+    log: createQuietLogger('sink'),
+    resources: NAPI_CHANGEFEED_RESOURCES,
+    onConnect: () => this.count('napi.changefeed.connect'),
+  });
   private readonly routers: Record<SinkService, Router>;
   private urlsValue: SinkUrls | undefined;
 
@@ -111,9 +98,7 @@ export class RecordingSink {
   }
 
   async stop(): Promise<void> {
-    for (const ws of this.listeners) ws.terminate();
-    this.listeners.clear();
-    this.wss.close();
+    this.changefeed.close();
     // Keep-alive connections from the daemon would hold close() open: drop them all.
     const closed = [...this.servers.values()].map(
       (server) =>
@@ -137,7 +122,7 @@ export class RecordingSink {
         nics: this.napi.nicCount,
         vms: this.vmapi.size,
         activeVms: this.vmapi.active,
-        changefeedListeners: this.listeners.size,
+        changefeedListeners: this.changefeed.listeners,
       },
       unknownRoutes: [...this.unknown],
       rssBytes: process.memoryUsage().rss,
@@ -349,44 +334,13 @@ export class RecordingSink {
     r.on('GET', '/aggregations/:id', () => {
       throw new MockcloudError('ResourceNotFound', 'aggregation not found');
     });
-    r.on('GET', '/changefeeds', () => ({ status: 200, body: CHANGEFEED_RESOURCES }));
-    r.on('GET', '/changefeeds/stats', () => ({
-      status: 200,
-      body: { listeners: this.listeners.size, registrations: {} },
-    }));
+    r.on('GET', CHANGEFEED_PATH, () => ({ status: 200, body: this.changefeed.resourcesBody() }));
+    r.on('GET', CHANGEFEED_STATS_PATH, () => ({ status: 200, body: this.changefeed.statsBody() }));
     return r;
   }
 
-  /** The NAPI changefeed websocket: register, get the bootstrap routes, then stay quiet. */
+  /** The NAPI changefeed websocket (any other upgrade is a 404). */
   private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
-    if (new URL(req.url ?? '/', 'http://sink').pathname !== '/changefeeds') {
-      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
-      return;
-    }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.count('napi.changefeed.connect');
-      this.listeners.add(ws);
-      ws.on('close', () => this.listeners.delete(ws));
-      ws.on('error', () => this.listeners.delete(ws));
-      ws.on('message', (data) => {
-        const text = String(data);
-        if (text === 'heartbeat') return;
-        let reg: unknown;
-        try {
-          reg = JSON.parse(text);
-        } catch {
-          ws.close(1003, 'registration is not JSON');
-          return;
-        }
-        if (!isObject(reg)) return;
-        if (Array.isArray(reg.resources)) {
-          const wanted = new Set(reg.resources.map((x: unknown) => (isObject(x) ? x.resource : undefined)));
-          ws.send(JSON.stringify({ bootstrapRoutes: CHANGEFEED_RESOURCES.filter((c) => wanted.has(c.resource)) }));
-        } else if (isObject(reg.changeKind)) {
-          const match = CHANGEFEED_RESOURCES.find((c) => c.resource === (reg as { changeKind: { resource?: unknown } }).changeKind.resource);
-          if (match) ws.send(JSON.stringify(match));
-        }
-      });
-    });
+    if (!this.changefeed.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
   }
 }
