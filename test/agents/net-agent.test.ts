@@ -153,7 +153,7 @@ describe('net-agent', () => {
     await cn.vms.update(vm.uuid, { remove_nics: [added] });
     await waitFor('removed NIC deleted', async () => (await nic(added)) === undefined);
     // NAPI may have dropped the NIC before its answer has passed back through the proxy.
-    const del = await waitFor('DELETE answered', async () => proxy.forMac(added).find((r) => r.method === 'DELETE' && r.status !== undefined));
+    const del = (await waitFor('DELETE answered', async () => proxy.forMac(added).find((r) => r.method === 'DELETE' && r.status !== undefined)))!;
     expect(del.headers['if-match']).toBe(etagBefore);
     expect(del.status).toBe(204);
 

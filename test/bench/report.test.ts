@@ -82,6 +82,7 @@ function report(steps: StepResult[], heartbeatIntervalMs = 5000): BenchReport {
       tasksPerKind: 300,
       taskConcurrency: 1,
       loadConcurrency: 8,
+    burstTasks: 0,
       vmsPerCn: 10,
       vmConcurrency: 32,
       vmBudgetSeconds: 600,
