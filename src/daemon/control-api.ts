@@ -197,7 +197,13 @@ function segmentsOf(path: string): string[] {
 
 /** The URL as WHATWG URL reads it, without empty path segments; a segment that does not decode is a 400. */
 function canonicalUrl(url: string): string {
-  const u = new URL(url, 'http://control');
+  let u: URL;
+  try {
+    // Prefixed, not resolved against a base: `//x` would otherwise read as a host named x.
+    u = new URL(url.startsWith('/') ? `http://control${url}` : url);
+  } catch {
+    throw new MockcloudError('BadRequest', `bad request URL ${JSON.stringify(url.slice(0, 200))}`);
+  }
   const segments = segmentsOf(u.pathname);
   for (const s of segments) {
     try {

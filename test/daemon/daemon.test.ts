@@ -193,6 +193,9 @@ describe('daemon', () => {
       ['DELETE', `/servers/${newUuid()}`, undefined, 404, 'ResourceNotFound'],
       ['PUT', '/servers', undefined, 405, 'MethodNotAllowed'],
       ['GET', '/nothing', undefined, 404, 'ResourceNotFound'],
+      // Was a 500 "Invalid URL": `//` read as a URL with an empty host.
+      ['GET', '//', undefined, 404, 'ResourceNotFound'],
+      ['GET', '//x//', undefined, 404, 'ResourceNotFound'],
     ];
     for (const [method, p, body, status, code] of cases) {
       const res = await api(method, p, body);
