@@ -127,7 +127,7 @@ export class Daemon {
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
 
-      const ctx: ServiceContext = { config, log, http: this.http };
+      const ctx: ServiceContext = { config, log, http: this.http, scheduler: this.scheduler };
       this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
