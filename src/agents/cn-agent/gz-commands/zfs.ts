@@ -18,11 +18,13 @@ interface PropSpec {
   bytes?: boolean;
   /** 0 shows as `none` (quotas and reservations). */
   noneIfZero?: boolean;
+  /** The column's least width: 5 for numbers, the longest value name for index properties. */
+  minWidth?: number;
 }
 
 const ZFS_PROPS: Record<string, PropSpec> = {
   name: { key: 'name', header: 'NAME', right: false },
-  type: { key: 'type', header: 'TYPE', right: false },
+  type: { key: 'type', header: 'TYPE', right: false, minWidth: 'filesystem'.length },
   creation: { key: 'creation', header: 'CREATION', right: false },
   used: { key: 'used', header: 'USED', right: true, bytes: true },
   available: { key: 'available', header: 'AVAIL', right: true, bytes: true },
@@ -174,8 +176,9 @@ function zfsCell(d: Dataset, prop: PropSpec, parsable: boolean): string {
   return raw;
 }
 
+/** Numbers (right-aligned) take at least 5 characters, as "20.4M" does. */
 function column(p: PropSpec | PoolProp): TableColumn {
-  return { header: p.header, right: p.right };
+  return { header: p.header, right: p.right, minWidth: p.minWidth ?? (p.right ? 5 : 0) };
 }
 
 /** `Thu Aug 26  0:24 2021`: zfs's creation time (strftime "%a %b %e %k:%M %Y", local time). */
@@ -192,6 +195,7 @@ function ctime(epochSeconds: number): string {
 interface PoolProp {
   header: string;
   right: boolean;
+  minWidth?: number;
   value(pool: Pool, parsable: boolean): string;
 }
 
@@ -207,7 +211,7 @@ const POOL_PROPS: Record<string, PoolProp> = {
   fragmentation: { header: 'FRAG', right: true, value: (_pl, p) => (p ? '0' : '0%') },
   capacity: { header: 'CAP', right: true, value: (pl, p) => (p ? String(capacity(pl)) : `${capacity(pl)}%`) },
   dedupratio: { header: 'DEDUP', right: true, value: (_pl, p) => (p ? '1.00' : '1.00x') },
-  health: { header: 'HEALTH', right: false, value: (pl) => pl.health },
+  health: { header: 'HEALTH', right: true, minWidth: 'DEGRADED'.length, value: (pl) => pl.health },
   altroot: { header: 'ALTROOT', right: false, value: () => '-' },
 };
 const POOL_ALIASES: Record<string, string> = { alloc: 'allocated', ckpoint: 'checkpoint', frag: 'fragmentation', cap: 'capacity', dedup: 'dedupratio' };
