@@ -455,6 +455,8 @@ export class Daemon {
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
+      /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
+      down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,

@@ -140,7 +140,9 @@ describe('command_execute with --allow-execute', () => {
 
   it('leaves neither the script nor the snapshot of the CN behind', async () => {
     const tmp = path.join(h.dataDir, 'tmp');
-    await execute({ script: '#!/bin/sh\nvmadm list >/dev/null\n' });
+    const r = await execute({ script: '#!/bin/sh\nls "$(dirname "$0")" | grep -c "^cnagent-"\nvmadm list -H | wc -l\n' });
+    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r.stdout.split('\n').map((l) => l.trim())).toEqual(['1', String(cn.cn.vms.size), '']);
     expect(await fsp.readdir(tmp)).toEqual([]);
   });
 

@@ -173,7 +173,7 @@ describe('server tasks', () => {
       // The agent restarted: its in-memory task history is gone; it takes tasks again.
       expect(await history(c)).toEqual([]);
       expect((await postTask(c, 'nop', {})).status).toBe(200);
-      await expect(fsp.access(path.join(c.cn.paths.dir, 'rebooting.json'))).rejects.toThrow();
+      await waitUntil(() => fsp.access(path.join(c.cn.paths.dir, 'rebooting.json')).then(() => false, () => true), 'reboot marker removed');
     });
 
     it('cuts the connections of tasks still running when the CN goes down', async () => {
