@@ -24,6 +24,7 @@ import { accessSync, constants as fsConstants, promises as fsp } from 'node:fs';
 import path from 'node:path';
 
 export const MAX_BUFFER = 5 * 1024 * 1024;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** What the tail of PATH is when the caller's env has none (SmartOS root's usual PATH). */
 const DEFAULT_PATH = '/usr/bin:/usr/sbin:/bin:/sbin';
 
@@ -83,7 +84,9 @@ function run(file: string, opts: ExecuteOptions): Promise<ExecuteResult> {
         // already gone
       }
     };
-    const timer = opts.timeoutMs ? setTimeout(killGroup, opts.timeoutMs) : undefined;
+    // Beyond what a timer can hold, no limit but the task's own (3600 s) applies.
+    const limited = opts.timeoutMs !== undefined && opts.timeoutMs > 0 && opts.timeoutMs <= MAX_TIMER_MS;
+    const timer = limited ? setTimeout(killGroup, opts.timeoutMs) : undefined;
     const onAbort = (): void => killGroup();
     opts.signal.addEventListener('abort', onAbort, { once: true });
     if (opts.signal.aborted) killGroup();

@@ -50,7 +50,8 @@ export async function prepareGzEnvironment(ctx: TaskContext, entry: string): Pro
     const file = path.join(dir, 'cn.json');
     await fsp.writeFile(file, JSON.stringify(snapshot), { mode: 0o600 });
     for (const name of Object.keys(GZ_COMMANDS)) {
-      const wrapper = `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(entry)} ${shellQuote(file)} ${name} "$@"\n`;
+      // The script's own NODE_OPTIONS must not reach the mock command's node.
+      const wrapper = `#!/bin/sh\nunset NODE_OPTIONS\nexec ${shellQuote(process.execPath)} ${shellQuote(entry)} ${shellQuote(file)} ${name} "$@"\n`;
       await fsp.writeFile(path.join(binDir, name), wrapper, { mode: 0o755 });
     }
     return { binDir, dir };
