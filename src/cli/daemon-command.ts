@@ -20,7 +20,8 @@ function builder(y: Argv): Argv<DaemonArgs> {
     describe: 'config file (JSON; env MOCKCLOUD_CONFIG) [default: <data-dir>/config.json when present]',
   }) as Argv<DaemonArgs>;
   for (const s of SETTINGS) {
-    out = out.option(s.flag, { type: 'string', describe: `${s.help} (env ${s.env})` }) as Argv<DaemonArgs>;
+    const type = 'boolean' in s ? 'boolean' : 'string';
+    out = out.option(s.flag, { type, describe: `${s.help} (env ${s.env})` }) as Argv<DaemonArgs>;
   }
   out = out
     .option('headnode', {
@@ -51,6 +52,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   for (const s of SETTINGS) {
     const v = argv[s.key] ?? argv[s.flag];
     if (typeof v === 'string' || typeof v === 'number') flags[s.key] = v;
+    else if (typeof v === 'boolean') flags[s.key] = String(v);
   }
   if (typeof argv.config === 'string') flags.config = argv.config;
   const servers = argv.servers;

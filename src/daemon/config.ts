@@ -20,6 +20,7 @@ import { MockcloudError } from '../common/errors.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { isUuid } from '../common/uuid.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
+import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
 
@@ -68,6 +69,13 @@ export interface DaemonConfig {
   logLevel?: string;
   /** The config file that was read, if any. */
   configFile?: string;
+  /**
+   * cn-agent's command_execute runs scripts in a shell on this host, as the daemon's user
+   * (off by default: anyone who can reach CNAPI could run anything here).
+   */
+  allowExecute?: boolean;
+  /** How long a rebooting mock CN stays down, in seconds (server_reboot); absent = the default. */
+  bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
   /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
@@ -124,6 +132,21 @@ export const SETTINGS = [
     flag: 'max-connections',
     env: 'MOCKCLOUD_MAX_CONNECTIONS',
     help: "open connections across all CNs' cn-agent sockets (default 4096); beyond it new ones are closed",
+  },
+  {
+    key: 'allowExecute',
+    flag: 'allow-execute',
+    env: 'MOCKCLOUD_ALLOW_EXECUTE',
+    boolean: true,
+    help:
+      "let CNAPI's execute endpoint (cn-agent command_execute) run scripts in a shell on this host as the " +
+      "daemon's user, with mock sysinfo/vmadm/zfs/zpool/imgadm commands (default off; see docs/execute.md)",
+  },
+  {
+    key: 'bootSeconds',
+    flag: 'boot-seconds',
+    env: 'MOCKCLOUD_BOOT_SECONDS',
+    help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
   },
 ] as const;
 
@@ -235,6 +258,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
   if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
   const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
+  const allowExecuteText = await lookup('allowExecute');
+  const bootSecondsText = await lookup('bootSeconds');
   const logFile = await lookup('logFile');
   const logLevel = await lookup('logLevel');
   if (logLevel !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
@@ -257,6 +282,9 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     sources,
   };
   if (portRangeText !== undefined) config.portRange = parsePortRange(portRangeText);
+  config.allowExecute = allowExecuteText === undefined ? ((sources.allowExecute = 'default'), false) : parseBoolean('allowExecute', allowExecuteText);
+  config.bootSeconds =
+    bootSecondsText === undefined ? ((sources.bootSeconds = 'default'), DEFAULT_BOOT_SECONDS) : parseSeconds('bootSeconds', bootSecondsText);
   if (dnsDomain !== undefined) config.dnsDomain = dnsDomain;
   if (logFile !== undefined) config.logFile = path.resolve(logFile);
   if (logLevel !== undefined) config.logLevel = logLevel;
@@ -362,6 +390,20 @@ function parseAgentIpMode(text: string): AgentIpMode {
     throw invalid('agentIps', `agent IP mode 'loopback' needs Linux (all of 127/8 local); this is ${process.platform}`);
   }
   return mode as AgentIpMode;
+}
+
+function parseBoolean(key: SettingKey, text: string): boolean {
+  const v = text.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  throw invalid(key, `${JSON.stringify(text)} is not a boolean (true or false)`);
+}
+
+/** Seconds, fractions allowed (tests boot in a fraction of a second), at most a day. */
+function parseSeconds(key: SettingKey, text: string): number {
+  const n = /^\s*\d+(\.\d+)?\s*$/.test(text) ? Number(text) : NaN;
+  if (!Number.isFinite(n) || n > 86_400) throw invalid(key, `${JSON.stringify(text)} is not a number of seconds (0-86400)`);
+  return n;
 }
 
 export function parsePortRange(text: string): [number, number] {

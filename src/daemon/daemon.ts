@@ -127,7 +127,7 @@ export class Daemon {
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
 
-      const ctx: ServiceContext = { config, log, http: this.http };
+      const ctx: ServiceContext = { config, log, http: this.http, scheduler: this.scheduler };
       this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
@@ -455,6 +455,8 @@ export class Daemon {
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
+      /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
+      down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
+import type { Scheduler } from '../runtime/scheduler.js';
 import { Vmadm } from '../vmadm/index.js';
 import type { DaemonConfig } from './config.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -14,6 +15,8 @@ export interface ServiceContext {
   config: DaemonConfig;
   log: Logger;
   http: JsonHttpClient;
+  /** The daemon's shared scheduler (server_reboot's boot time). */
+  scheduler?: Scheduler;
 }
 
 export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
@@ -35,6 +38,9 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       imgapiUrl: config.urls.imgapi,
       cnapiUrl: config.urls.cnapi,
       dataDir: config.dataDir,
+      scheduler: ctx.scheduler,
+      allowExecute: config.allowExecute === true,
+      bootSeconds: config.bootSeconds,
     },
   });
 }

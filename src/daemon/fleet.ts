@@ -9,7 +9,9 @@ import type { Logger } from '../common/log.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
-import type { MockCnImpl } from '../mockcn/mock-cn.js';
+import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
+import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
+import type { MockCn, PowerChange } from '../mockcn/types.js';
 import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
@@ -47,10 +49,31 @@ export class Fleet implements FleetView {
   private readonly busy = new Set<string>();
   private readonly opts: FleetOptions;
   private readonly openVms: VmStoreOpener;
+  /** What every CN tells the shared services: the CNAPI reporter, and its power to cn-agent too. */
+  private readonly hooks: MockCnHooks;
 
   constructor(opts: FleetOptions) {
     this.opts = opts;
     this.openVms = (uuid, identity) => opts.vmadm.openServer(uuid, identity);
+    const { reporter, cnAgent } = opts;
+    this.hooks = {
+      statusDirty: (cn) => reporter.statusDirty(cn),
+      sysinfoChanged: (cn) => reporter.sysinfoChanged(cn),
+      postAgents: (cn, agents) => reporter.postAgents(cn, agents),
+      powerChanged: (cn, change) => this.powerChanged(cn, change),
+    };
+  }
+
+  /**
+   * Down: cn-agent stops listening first (no task starts while the CN shuts down), then the
+   * reporter sends its last word and stops. Up: cn-agent listens (404 until registered, as a
+   * real agent that has not registered yet), then the reporter registers the CN.
+   */
+  private async powerChanged(cn: MockCn, change: PowerChange): Promise<void> {
+    if (!this.cns.has(cn.uuid)) return;
+    await this.opts.cnAgent.setPower?.(cn.uuid, cn.power);
+    await this.opts.reporter.powerChanged(cn, change);
+    this.opts.log.info({ server: cn.uuid, power: cn.power }, cn.power === 'down' ? 'server down' : 'server up');
   }
 
   get size(): number {
@@ -107,6 +130,10 @@ export class Fleet implements FleetView {
   async load(uuid: string): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
     await this.add(cn);
+    // A reboot the previous daemon acknowledged but did not see through boots now.
+    void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
+      this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
+    );
     return cn;
   }
 
@@ -122,7 +149,7 @@ export class Fleet implements FleetView {
         await this.closeVms(cn.uuid);
         throw err;
       }
-      cn.hooks = this.opts.reporter;
+      cn.hooks = this.hooks;
       this.cns.set(cn.uuid, cn);
       this.opts.reporter.attach(cn);
       for (const plugin of this.opts.plugins) {

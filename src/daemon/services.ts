@@ -4,7 +4,7 @@
  * (src/vmadm, `Vmadm`). Typed here by what the daemon calls, so tests can stand in for them.
  */
 import type { SysinfoIdentity } from '../common/sysinfo.js';
-import type { AgentAddress, MockCn } from '../mockcn/types.js';
+import type { AgentAddress, CnPower, MockCn } from '../mockcn/types.js';
 import type { VmStore } from '../vmadm/types.js';
 
 export interface CnAgentHost {
@@ -13,6 +13,8 @@ export interface CnAgentHost {
   /** Bind this CN's socket; resolves with where it listens. */
   attach(cn: MockCn, opts?: { ip?: string; port?: number }): Promise<AgentAddress>;
   detach(uuid: string): Promise<void> | void;
+  /** The CN went down (stop listening) or came up (listen again); absent in stand-ins. */
+  setPower?(uuid: string, power: CnPower): Promise<void> | void;
   readonly tasksInFlight?: number;
   /** The cn-agent task fault seam (CnAgentServer.faults); absent in stand-ins. */
   readonly faults?: {

@@ -8,3 +8,4 @@ export * from './agents-dir.js';
 export * from './server-dir.js';
 export * from './mock-cn.js';
 export * from './load-server.js';
+export * from './power-cycle.js';

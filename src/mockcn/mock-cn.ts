@@ -7,13 +7,15 @@ import type { Sysinfo } from '../common/sysinfo.js';
 import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { readSysinfoFile } from './sysinfo-file.js';
-import type { AgentAddress, AgentRecord, MockCn, ServerPaths } from './types.js';
+import type { AgentAddress, AgentRecord, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
 
 /** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
 export interface MockCnHooks {
   statusDirty(cn: MockCn): void;
   sysinfoChanged(cn: MockCn): void;
   postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void>;
+  /** The CN went down or came up (`cn.power` is already the new state). */
+  powerChanged?(cn: MockCn, change: PowerChange): Promise<void>;
 }
 
 /** Hooks that do nothing: for a CN that is not (yet) attached to the daemon's services. */
@@ -39,6 +41,7 @@ export class MockCnImpl implements MockCn {
   sysinfo: Sysinfo;
   registered = false;
   draining = false;
+  power: CnPower = 'up';
   agents: readonly AgentRecord[];
   hooks: MockCnHooks;
   private address: AgentAddress | undefined;
@@ -82,6 +85,13 @@ export class MockCnImpl implements MockCn {
     this.agents = agents;
     await this.hooks.postAgents(this, agents);
     return agents;
+  }
+
+  async setPower(power: CnPower, change: PowerChange = { graceful: true }): Promise<void> {
+    if (power === this.power) return;
+    this.power = power;
+    if (power === 'down') this.registered = false;
+    await this.hooks.powerChanged?.(this, change);
   }
 
   /** The version of an installed agent, e.g. for a User-Agent header. */

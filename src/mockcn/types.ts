@@ -34,6 +34,21 @@ export interface AgentRecord {
   uuid?: string;
 }
 
+/**
+ * Whether the CN's host runs. 'down': it is off or still booting (a reboot, and later the
+ * fleet's offline events): it sends CNAPI nothing (no registration, heartbeat or status), its
+ * cn-agent does not listen, and it is not `registered`. 'up' otherwise.
+ */
+export type CnPower = 'up' | 'down';
+
+export interface PowerChange {
+  /**
+   * A shutdown (true: the last status report goes out first, as a CN's agents stop in order)
+   * or a power loss (false: everything just stops).
+   */
+  graceful: boolean;
+}
+
 export interface MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
@@ -46,6 +61,8 @@ export interface MockCn {
   registered: boolean;
   /** `POST /pause` sets it; tasks get 503 while set. */
   draining: boolean;
+  /** 'up' unless the CN is down (see CnPower); changed only through `setPower`. */
+  readonly power: CnPower;
   /** The agents list last read from `agents/` (what CNAPI was last sent). */
   readonly agents?: readonly AgentRecord[];
 
@@ -59,4 +76,11 @@ export interface MockCn {
    * then; agent_install only logs); resolves without posting when no CNAPI is configured.
    */
   refreshAgents(): Promise<AgentRecord[]>;
+  /**
+   * Take the CN down or bring it back up. Resolves once the shared services followed: down,
+   * its cn-agent socket is closed and its CNAPI traffic stopped; up, the socket listens again
+   * and the CN registers anew (sysinfo first, then agents, heartbeats and status, as at start).
+   * Setting the state it already has does nothing.
+   */
+  setPower(power: CnPower, change?: PowerChange): Promise<void>;
 }

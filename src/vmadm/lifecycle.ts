@@ -53,6 +53,19 @@ export const haltStep: Step = (vm, now) => {
   halted(vm, now, 0);
 };
 
+/**
+ * The zone goes down with its host (the zones service halting it as the CN shuts down):
+ * shutting_down, then stopped with exit status 0. Unlike `vmadm stop`, autoboot is left as it
+ * is: it decides whether the zone comes back when the host boots.
+ */
+export const hostHaltSteps: Step[] = [
+  (vm) => {
+    vm.state = 'shutting_down';
+    vm.zone_state = 'shutting_down';
+  },
+  (vm, now) => halted(vm, now, 0),
+];
+
 export function checkRebootable(vm: Stored): void {
   if (vm.state !== 'running') {
     throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running".`);

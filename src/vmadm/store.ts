@@ -33,6 +33,7 @@ import {
   checkStartable,
   checkStoppable,
   haltStep,
+  hostHaltSteps,
   killSteps,
   parseSignal,
   rebootSteps,
@@ -240,6 +241,10 @@ export class FileVmStore implements VmStore {
       checkRebootable(vm);
       return rebootSteps;
     });
+  }
+
+  halt(uuid: string): Promise<Vm> {
+    return this.steps(uuid, (vm) => (vm.state === 'running' ? hostHaltSteps : []));
   }
 
   async kill(uuid: string, opts?: { signal?: string }): Promise<Vm> {

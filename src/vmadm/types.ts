@@ -232,6 +232,11 @@ export interface VmStore {
   stop(uuid: string, opts?: StopOptions): Promise<Vm>;
   reboot(uuid: string, opts?: StopOptions): Promise<Vm>;
   kill(uuid: string, opts?: { signal?: string }): Promise<Vm>;
+  /**
+   * The CN is shutting down: a running VM halts (shutting_down, then stopped) with its
+   * `autoboot` left as it is, unlike `stop`; a VM in any other state is left alone.
+   */
+  halt(uuid: string): Promise<Vm>;
   reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm>;
 
   createSnapshot(uuid: string, name: string): Promise<Vm>;

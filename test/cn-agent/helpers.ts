@@ -17,7 +17,8 @@ import { loadServer } from '../../src/mockcn/load-server.js';
 import type { MockCnHooks, MockCnImpl } from '../../src/mockcn/mock-cn.js';
 import { getProfile } from '../../src/mockcn/profiles.js';
 import { buildSysinfo, randomMockMac } from '../../src/mockcn/sysinfo-template.js';
-import type { AgentRecord, MockCn } from '../../src/mockcn/types.js';
+import type { AgentRecord, MockCn, PowerChange } from '../../src/mockcn/types.js';
+import { Scheduler } from '../../src/runtime/scheduler.js';
 import type { Sysinfo } from '../../src/common/sysinfo.js';
 import { Vmadm } from '../../src/vmadm/index.js';
 
@@ -35,6 +36,8 @@ export class Hooks implements MockCnHooks {
   sysinfoChangedCount = 0;
   agentPosts: AgentRecord[][] = [];
   failAgents: Error | undefined;
+  powerChanges: { power: string; graceful: boolean }[] = [];
+  constructor(private readonly server?: CnAgentServer) {}
   statusDirty(): void {
     this.statusDirtyCount++;
   }
@@ -45,17 +48,26 @@ export class Hooks implements MockCnHooks {
     if (this.failAgents) throw this.failAgents;
     this.agentPosts.push([...agents]);
   }
+  /** As the daemon's fleet does: the CN's cn-agent socket follows its power; registered again once up. */
+  async powerChanged(cn: MockCn, change: PowerChange): Promise<void> {
+    this.powerChanges.push({ power: cn.power, graceful: change.graceful });
+    await this.server?.setPower(cn.uuid, cn.power);
+    if (cn.power === 'up') cn.registered = true;
+  }
 }
 
 export interface HarnessOptions extends Partial<Omit<CnAgentServerOptions, 'log' | 'env'>> {
   imgapiUrl?: string;
   kbmapiUrl?: string;
+  allowExecute?: boolean;
+  bootSeconds?: number;
 }
 
 export class Harness {
   readonly server: CnAgentServer;
   readonly vmadm: Vmadm;
   readonly http = new JsonHttpClient({ userAgent: 'cn-agent-test' });
+  readonly scheduler = new Scheduler();
   private readonly cns: TestCn[] = [];
 
   private constructor(
@@ -64,13 +76,23 @@ export class Harness {
   ) {
     const log = createQuietLogger('cn-agent-test');
     this.vmadm = new Vmadm({ root: dataDir, log });
-    const { imgapiUrl, kbmapiUrl, ...serverOpts } = opts;
+    const { imgapiUrl, kbmapiUrl, allowExecute, bootSeconds, ...serverOpts } = opts;
     this.server = new CnAgentServer({
       bindIp: '127.0.0.1',
       taskLogFile: path.join(dataDir, 'logs', 'cn-agent-tasks.log'),
       ...serverOpts,
       log,
-      env: { log, http: this.http, imgapiUrl, kbmapiUrl, dataDir, tmpDir: path.join(dataDir, 'tmp') },
+      env: {
+        log,
+        http: this.http,
+        imgapiUrl,
+        kbmapiUrl,
+        dataDir,
+        tmpDir: path.join(dataDir, 'tmp'),
+        scheduler: this.scheduler,
+        allowExecute,
+        bootSeconds,
+      },
     });
   }
 
@@ -79,6 +101,7 @@ export class Harness {
     await fsp.mkdir(path.join(dataDir, 'tmp'));
     const h = new Harness(dataDir, opts);
     h.server.start();
+    h.scheduler.start();
     return h;
   }
 
@@ -99,7 +122,7 @@ export class Harness {
     } as Sysinfo;
     await beginServerCreation(this.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: [] });
     await finishServerCreation(this.dataDir, sysinfo);
-    const hooks = new Hooks();
+    const hooks = new Hooks(this.server);
     const cn = await loadServer(this.dataDir, uuid, (u, id) => this.vmadm.openServer(u, id), hooks);
     const address = await this.server.attach(cn, {
       ...(opts.ip !== undefined ? { ip: opts.ip } : {}),
@@ -112,6 +135,7 @@ export class Harness {
   }
 
   async close(): Promise<void> {
+    this.scheduler.stop();
     await this.server.stop();
     await this.vmadm.close();
     this.http.close();

@@ -16,7 +16,28 @@ import { repeatableUuidFromHex } from '../../src/agents/cn-agent/tasks/recovery_
 import { nicenum } from '../../src/agents/cn-agent/tasks/zfs-model.js';
 import { readAgents } from '../../src/mockcn/agents-dir.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { Harness, postTask, provisionParams, type TestCn } from './helpers.js';
+import net from 'node:net';
+import { Harness, history, postTask, provisionParams, type TestCn } from './helpers.js';
+
+/** 'open', or the error code of a TCP connect (ECONNREFUSED when nothing listens). */
+function connectResult(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, host);
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve('open');
+    });
+    sock.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+async function waitUntil(fn: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 /** A minimal IMGAPI: GET /images/:uuid and /images/:uuid/file from an in-memory catalogue. */
 class FakeImgapi {
@@ -102,22 +123,70 @@ describe('server tasks', () => {
   });
 
   describe('server_reboot', () => {
-    it('sets Boot Time to now, rewrites sysinfo.json durably and reloads it', async () => {
-      const c = await h.addCn();
+    // sdc-cn-agent lib/backends/smartos/tasks/server_reboot.js answers `{}` as soon as it has
+    // spawned bin/reboot-server.js (`shutdown -y -g 0 -i 6`): the CN then goes down, its
+    // zones halt, and it boots with a new Boot Time; zones with autoboot come back.
+    let rh: Harness;
+    beforeAll(async () => {
+      rh = await Harness.create({ bootSeconds: 0.6 });
+    });
+    afterAll(async () => {
+      await rh.close();
+    });
+
+    it('answers at once, goes down (connections refused, VMs halted), then boots with a new Boot Time and its autoboot VMs', async () => {
+      const c = await rh.addCn();
+      const owner = '930896af-bf8c-48d4-885c-6573a94b1853';
+      const a = await c.cn.vms.create({ brand: 'joyent-minimal', alias: 'a', owner_uuid: owner, max_physical_memory: 128 });
+      const b = await c.cn.vms.create({ brand: 'joyent-minimal', alias: 'b', owner_uuid: owner, max_physical_memory: 128 });
+      await c.cn.vms.update(b.uuid, { autoboot: false });
+      const off = await c.cn.vms.create({ brand: 'joyent-minimal', alias: 'off', owner_uuid: owner, autoboot: false, max_physical_memory: 128 });
+      expect([a.state, c.cn.vms.get(b.uuid)!.state, off.state]).toEqual(['running', 'running', 'stopped']);
       const before = JSON.parse(await fsp.readFile(c.cn.paths.sysinfo, 'utf8'));
-      await fsp.writeFile(c.cn.paths.sysinfo, JSON.stringify({ ...before, 'Boot Time': '1000' }));
-      const t0 = Math.floor(Date.now() / 1000);
+      await postTask(c, 'nop', {});
+
       const r = await postTask(c, 'server_reboot', {});
       expect(r.status).toBe(200);
       expect(r.body).toEqual({});
+
+      // Down: cn-agent does not listen, the running zones halted with their autoboot kept.
+      const url = new URL(c.url);
+      await waitUntil(async () => (await connectResult(url.hostname, Number(url.port))) === 'ECONNREFUSED', 'connections refused');
+      expect(c.cn.power).toBe('down');
+      expect(c.hooks.powerChanges[0]).toEqual({ power: 'down', graceful: true });
+      expect(c.cn.vms.get(a.uuid)).toMatchObject({ state: 'stopped', autoboot: true, exit_status: 0 });
+      expect(c.cn.vms.get(b.uuid)).toMatchObject({ state: 'stopped', autoboot: false });
+      expect(c.cn.sysinfo['Boot Time']).toBe(before['Boot Time']);
+
+      // Up again after the boot time: new Boot Time (registered again), autoboot VMs running.
+      await waitUntil(async () => (await connectResult(url.hostname, Number(url.port))) === 'open', 'listening again');
+      await waitUntil(() => c.cn.vms.get(a.uuid)?.state === 'running', 'autoboot VM running');
       const after = JSON.parse(await fsp.readFile(c.cn.paths.sysinfo, 'utf8'));
       expect(typeof after['Boot Time']).toBe('string');
-      expect(Number(after['Boot Time'])).toBeGreaterThanOrEqual(t0);
-      expect(after).not.toHaveProperty('CN Agent IP');
+      expect(Number(after['Boot Time'])).toBeGreaterThan(Number(before['Boot Time']));
       expect({ ...after, 'Boot Time': 'x' }).toEqual({ ...before, 'Boot Time': 'x' });
-      // The CN re-read it: what CNAPI gets next has the new boot time.
       expect(c.cn.sysinfo['Boot Time']).toBe(after['Boot Time']);
       expect(c.hooks.sysinfoChangedCount).toBe(1);
+      expect(c.hooks.powerChanges.map((p) => p.power)).toEqual(['down', 'up']);
+      expect(c.cn.vms.get(b.uuid)!.state).toBe('stopped');
+      expect(c.cn.vms.get(off.uuid)!.state).toBe('stopped');
+      // The agent restarted: its in-memory task history is gone; it takes tasks again.
+      expect(await history(c)).toEqual([]);
+      expect((await postTask(c, 'nop', {})).status).toBe(200);
+      await waitUntil(() => fsp.access(path.join(c.cn.paths.dir, 'rebooting.json')).then(() => false, () => true), 'reboot marker removed');
+    });
+
+    it('cuts the connections of tasks still running when the CN goes down', async () => {
+      const c = await rh.addCn();
+      const running = postTask(c, 'nop', { sleep: 30 }).then(
+        (res) => `answered ${res.status}`,
+        (err: Error) => `failed: ${String((err.cause as { code?: string } | undefined)?.code ?? err.message)}`,
+      );
+      await waitUntil(async () => (await history(c)).some((e) => e.task === 'nop' && e.status === 'active'), 'nop running');
+      expect((await postTask(c, 'server_reboot', {})).status).toBe(200);
+      expect(await running).toMatch(/^failed/);
+      await waitUntil(() => c.cn.power === 'up' && c.cn.registered, 'up again');
+      expect((await postTask(c, 'nop', {})).status).toBe(200);
     });
   });
 

@@ -285,6 +285,38 @@ describe('CNAPI reporter', () => {
     expect(cnapi.requests.length).toBe(n);
   });
 
+  // A CN that is down (sdc-cn-agent is stopped by the shutdown and started at boot): after a
+  // graceful shutdown's last status report, nothing; once up, registration first, as at start.
+  it('sends nothing for a CN that is down, and registers it anew when it comes up', async () => {
+    const { cn, store } = makeCn();
+    startReporter();
+    cn.hooks = reporter;
+    reporter.attach(cn);
+    await waitFor(() => cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`)).length >= 2, 10_000, 'heartbeats');
+    store.put(fakeVm(newUuid(), { state: 'stopped', zone_state: 'installed' }));
+    const statusesBefore = cnapi.find('POST', /\/events\/status$/).length;
+
+    await cn.setPower('down', { graceful: true });
+    expect(cn.registered).toBe(false);
+    expect(reporter.downCount).toBe(1);
+    const last = cnapi.find('POST', /\/events\/status$/);
+    expect(last.length).toBeGreaterThan(statusesBefore);
+    // A request already on its way when the CN went down may still land.
+    await new Promise((r) => setTimeout(r, 100));
+    const afterDown = cnapi.requests.length;
+    expect(Object.values((last.at(-1)!.body as { vms: Record<string, { state: string }> }).vms).map((v) => v.state)).toEqual(['stopped']);
+    store.put(fakeVm(newUuid()));
+    cn.markStatusDirty();
+    await new Promise((r) => setTimeout(r, 4 * FAST.heartbeatIntervalMs!));
+    expect(cnapi.requests.length).toBe(afterDown);
+
+    await cn.setPower('up');
+    await waitFor(() => cnapi.requests.length > afterDown + 2, 10_000, 'traffic again');
+    expect(cnapi.requests[afterDown]!.path).toBe(`/servers/${cn.uuid}/sysinfo`);
+    await waitFor(() => cn.registered, 5000, 'registered');
+    expect(reporter.downCount).toBe(0);
+  });
+
   it('rejects an agents update CNAPI refuses (refresh_agents must fail then)', async () => {
     const { cn } = makeCn();
     startReporter();

@@ -40,6 +40,28 @@ describe('daemon configuration', () => {
     expect(c.datacenterName).toBe('us-east-9');
   });
 
+  it('reads allowExecute (off by default) and bootSeconds (10 by default) like the other settings', async () => {
+    const d = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect([d.allowExecute, d.bootSeconds]).toEqual([false, 10]);
+    expect(d.sources).toMatchObject({ allowExecute: 'default', bootSeconds: 'default' });
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ allowExecute: true, bootSeconds: 30 }));
+    const f = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect([f.allowExecute, f.bootSeconds]).toEqual([true, 30]);
+    const e = await resolveConfig({
+      flags: { dataDir: dir, bootSeconds: '0.5' },
+      env: { MOCKCLOUD_ALLOW_EXECUTE: 'false' },
+      mdata: noMdata,
+    });
+    expect([e.allowExecute, e.bootSeconds]).toEqual([false, 0.5]);
+    expect(e.sources).toMatchObject({ allowExecute: 'env', bootSeconds: 'flag' });
+    await expect(resolveConfig({ flags: { dataDir: dir, allowExecute: 'maybe' }, env: {}, mdata: noMdata })).rejects.toThrow(
+      /not a boolean.*--allow-execute/,
+    );
+    await expect(resolveConfig({ flags: { dataDir: dir, bootSeconds: '-1' }, env: {}, mdata: noMdata })).rejects.toThrow(
+      /not a number of seconds.*--boot-seconds/,
+    );
+  });
+
   it('takes a flag over the environment over the config file over mdata', async () => {
     await fsp.writeFile(
       path.join(dir, 'config.json'),

@@ -17,11 +17,14 @@ export class CnSlot {
   readonly sockets = new Set<net.Socket>();
   /** False once detach started: new connections and tasks are refused. */
   open = true;
+  /** True while the CN is down: the listener is closed (connections are refused). */
+  down = false;
 
   constructor(
     readonly cn: MockCn,
     readonly listener: net.Server,
-    readonly address: AgentAddress,
+    /** Changes only if the port was lost while the CN was down (see CnAgentServer.setPower). */
+    public address: AgentAddress,
     readonly family: string,
   ) {}
 

@@ -77,6 +77,11 @@ export class TaskHistory {
     return this.items;
   }
 
+  /** Forget every entry: the real agent keeps its history in memory, so a reboot loses it. */
+  clear(): void {
+    this.items.length = 0;
+  }
+
   start(task: string, params: unknown, now = new Date()): HistoryEntry {
     const entry: HistoryEntry = {
       started_at: now.toISOString(),

@@ -24,11 +24,11 @@ import restify from 'restify';
 import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { AgentAddress, MockCn } from '../../mockcn/types.js';
+import type { AgentAddress, CnPower, MockCn } from '../../mockcn/types.js';
 import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
-import { PortAllocator, type PortRange } from './listeners.js';
+import { listen, PortAllocator, type PortRange } from './listeners.js';
 import { TaskRunner } from './runner.js';
 import { StreamListeners } from './stream-listeners.js';
 import { TaskLogWriter } from './task-log.js';
@@ -215,6 +215,49 @@ export class CnAgentServer {
     await closed;
     this.ports.release(slot.address.ip, slot.address.port);
     this.log.debug({ server: uuid }, 'cn-agent detached');
+  }
+
+  /**
+   * A CN going down or coming up. Down: its listener closes, so connections are refused as
+   * on a CN whose cn-agent is not running (the real agent is stopped by the shutdown and
+   * starts again late in the boot); its running tasks are aborted and their connections
+   * cut, and its in-memory state (task history, pause) is lost, as the real agent's is. Up:
+   * it listens again on the same address; if that port was taken meanwhile, on another one
+   * (the CN's sysinfo, registered anew at boot, says which).
+   */
+  async setPower(uuid: string, power: CnPower): Promise<void> {
+    const slot = this.slots.get(uuid);
+    if (!slot || !slot.open) return;
+    if (power === 'down') {
+      if (slot.down) return;
+      slot.down = true;
+      const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
+      for (const sock of slot.sockets) sock.destroy();
+      await slot.abortAll('the server went down');
+      await closed;
+      slot.history.clear();
+      slot.cn.draining = false;
+      this.log.debug({ server: uuid }, 'cn-agent down');
+      return;
+    }
+    if (!slot.down) return;
+    const { ip, port } = slot.address;
+    try {
+      await listen(slot.listener, ip, port);
+    } catch (err) {
+      this.log.warn({ err, server: uuid, ip, port }, 'cn-agent port taken while the server was down; taking another');
+      this.ports.release(ip, port);
+      const fresh = await this.ports.bind(slot.listener, ip);
+      slot.address = { ip, port: fresh };
+      slot.cn.agentAddress = slot.address;
+    }
+    // The server may have been detached while it was coming up.
+    if (!slot.open) {
+      slot.listener.close();
+      return;
+    }
+    slot.down = false;
+    this.log.debug({ server: uuid, ...slot.address }, 'cn-agent up');
   }
 
   private onConnection(slot: CnSlot | undefined, sock: net.Socket): void {

@@ -12,6 +12,7 @@ import type { MockCn } from '../../mockcn/types.js';
 import type { ZfsStore } from './tasks/zfs-state.js';
 import type { StreamListeners } from './stream-listeners.js';
 import type { ContainerFiles } from './tasks/container-fs.js';
+import type { Scheduler } from '../../runtime/scheduler.js';
 
 /** What every task may use besides its CN: shared, never per CN. */
 export interface TaskEnvironment {
@@ -24,10 +25,19 @@ export interface TaskEnvironment {
   /** KBMAPI base URL for recovery_config; without it the KBMAPI update is skipped. */
   kbmapiUrl?: string | undefined;
   dataDir?: string | undefined;
-  /** Where agent_install stages downloads; os.tmpdir() by default. */
+  /** Where agent_install stages downloads (and command_execute its scripts); os.tmpdir() by default. */
   tmpDir?: string | undefined;
   /** The one-request listeners of the docker tasks (CnAgentServer provides it). */
   streams?: StreamListeners | undefined;
+  /** The daemon's shared scheduler, for tasks whose effect outlives them (server_reboot). */
+  scheduler?: Scheduler | undefined;
+  /**
+   * command_execute runs the script in a shell on this host (`--allow-execute`); otherwise
+   * it answers that execution is not supported.
+   */
+  allowExecute?: boolean | undefined;
+  /** How long a rebooting CN stays down (`--boot-seconds`); DEFAULT_BOOT_SECONDS otherwise. */
+  bootSeconds?: number | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;

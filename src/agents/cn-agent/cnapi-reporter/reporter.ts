@@ -9,6 +9,10 @@
  *   status    POST /servers/<uuid>/events/status       at start, every 60 s, and at most one per
  *             5 s after a VM changed, with the real VM inventory and usage (status-sample.ts).
  *
+ * A CN that is down (`cn.power`, e.g. rebooting) has no link at all: nothing is scheduled or
+ * sent for it. A graceful shutdown sends one last status report first; coming up starts over
+ * as at start (registration with its new sysinfo, then agents, heartbeats and status).
+ *
  * One object serves the whole fleet. Per CN it keeps a small `CnLink`: an outgoing queue of
  * concurrency 1 (a bit set of pending message kinds, so at most one of each is queued, as in the
  * real agent) and its jobs on the shared Scheduler. All requests go through the shared
@@ -19,7 +23,7 @@ import { MockcloudError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
 import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../runtime/scheduler.js';
 import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
-import type { AgentRecord, MockCn } from '../../../mockcn/types.js';
+import type { AgentRecord, MockCn, PowerChange } from '../../../mockcn/types.js';
 import { buildStatusSample } from './status-sample.js';
 import { backoffDelay, resolveTimings, type ReporterTimings } from './timings.js';
 
@@ -86,6 +90,8 @@ export class CnapiReporter implements MockCnHooks {
   /** The most recent failure, for `mockcloud status`: what CNAPI (or the way to it) did. */
   lastFailure: { kind: MessageKind; reason: string; at: string } | undefined;
   private readonly links = new Map<string, CnLink>();
+  /** CNs attached but down (powered off or booting): no link, nothing sent. */
+  private readonly down = new Set<string>();
   private readonly log: Logger;
   private readonly scheduler: Scheduler;
   private readonly http: JsonHttpClient;
@@ -121,6 +127,13 @@ export class CnapiReporter implements MockCnHooks {
 
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
   attach(cn: MockCn): void {
+    if (cn.power === 'down') {
+      this.detach(cn.uuid);
+      this.down.add(cn.uuid);
+      cn.registered = false;
+      return;
+    }
+    this.down.delete(cn.uuid);
     if (this.standalone) {
       cn.registered = true;
       return;
@@ -137,8 +150,14 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   detach(uuid: string): void {
+    this.down.delete(uuid);
     const link = this.links.get(uuid);
     if (link) this.drop(link);
+  }
+
+  /** CNs that are attached but down (see CnPower). */
+  get downCount(): number {
+    return this.down.size;
   }
 
   get size(): number {
@@ -166,6 +185,32 @@ export class CnapiReporter implements MockCnHooks {
     if (!link) return;
     link.sysinfoGen++;
     this.enqueue(link, SYSINFO);
+  }
+
+  /**
+   * The CN went down (stop everything; after a last status report when the shutdown is
+   * graceful) or came up (register again and start over). Only for CNs attached here.
+   */
+  async powerChanged(cn: MockCn, change: PowerChange): Promise<void> {
+    if (cn.power === 'up') {
+      if (this.down.has(cn.uuid)) this.attach(cn);
+      return;
+    }
+    const link = this.links.get(cn.uuid);
+    if (!link && !this.down.has(cn.uuid) && !this.standalone) return;
+    const lastWord = change.graceful && link !== undefined && link.started && this.running;
+    if (link) this.drop(link);
+    this.down.add(cn.uuid);
+    cn.registered = false;
+    if (!lastWord) return;
+    let sample: unknown;
+    try {
+      sample = buildStatusSample(cn);
+    } catch (err) {
+      this.log.error({ err, server: cn.uuid }, 'cannot compute the last status sample');
+      return;
+    }
+    await this.send(cn, 'status', `/servers/${cn.uuid}/events/status`, sample);
   }
 
   /** The agents POST for tasks (agent_install, refresh_agents, ...): direct, not queued. */

@@ -1,27 +1,35 @@
-import { defineTask, TaskError } from '../types.js';
-import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from './sysinfo-file.js';
-import { messageOf } from './vm-common.js';
+import { startReboot } from '../../../mockcn/power-cycle.js';
+import { defineTask, type TaskContext } from '../types.js';
+
+/** How long a rebooting mock CN stays down unless `--boot-seconds` says otherwise. */
+export const DEFAULT_BOOT_SECONDS = 10;
 
 /**
- * server_reboot: the CN "reboots" at once: "Boot Time" becomes now (epoch seconds, a string
- * as in the original template) and the new sysinfo is registered. The VMs are left as they
- * are, as the original mock did.
+ * server_reboot: as on a SmartOS CN, the task starts the reboot and finishes at once (the
+ * real one spawns `shutdown -i 6` detached and answers `{}`). The reboot then runs as a real
+ * one does (src/mockcn/power-cycle.ts): running VMs halt, the CN goes down (no heartbeats,
+ * no status, cn-agent refuses connections) for the boot time, then comes up with a new
+ * "Boot Time", registers again and starts its autoboot VMs. A second request while the CN
+ * shuts down changes nothing, as a second `shutdown` would not.
  */
 export const serverReboot = defineTask<Record<string, never>>({
   name: 'server_reboot',
   queue: 'server_tasks',
-  locks: ['sysinfo'],
   validate: () => ({}),
   async run(ctx) {
-    try {
-      const sysinfo = await readCnSysinfo(ctx.cn);
-      sysinfo['Boot Time'] = String(Math.floor(Date.now() / 1000));
-      ctx.progress(50);
-      await writeCnSysinfo(ctx.cn, sysinfo);
-    } catch (err) {
-      throw new TaskError(messageOf(err));
-    }
-    await reloadSysinfo(ctx.cn, ctx.log);
+    const bootSeconds = ctx.env.bootSeconds ?? DEFAULT_BOOT_SECONDS;
+    const started = startReboot(ctx.cn, { bootMs: bootSeconds * 1000, wait: waiter(ctx), log: ctx.env.log });
+    ctx.log.info(started ? 'spawned the rebooter' : 'a reboot is already under way');
     return {};
   },
 });
+
+/**
+ * Waits on the daemon's shared scheduler. A cn-agent server built without one (a bare
+ * server in tests) boots without waiting: no timer of its own.
+ */
+function waiter(ctx: TaskContext): (ms: number) => Promise<void> {
+  const scheduler = ctx.env.scheduler;
+  if (!scheduler) return () => new Promise((resolve) => setImmediate(resolve));
+  return (ms) => new Promise((resolve) => void scheduler.schedule(ms, resolve));
+}
