@@ -40,7 +40,8 @@ export const DEFAULT_CMON_PORT = 9163;
 export type AgentIpMode = 'shared' | 'loopback';
 export const AGENT_IP_MODES: readonly AgentIpMode[] = ['shared', 'loopback'];
 /** Used when the host is not SmartOS (there, "Live Image" comes from `uname -v`, as the original). */
-export const DEFAULT_PLATFORM = '20210826T002459Z';
+export { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
+import { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
 
 export interface DaemonConfig {
   dataDir: string;
@@ -64,6 +65,12 @@ export interface DaemonConfig {
   adminUuid: string;
   /** "Live Image" of new CNs whose profile names none. */
   platform: string;
+  /**
+   * Whether new CNs' dnet1 provides the `external` NIC tag. Absent: yes when the daemon runs
+   * the embedded dev headnode (a dev DC's CNs are wired to its external network, so DAPI can
+   * place VMs needing it), no otherwise (on a real DC, `mockcloud add-externals` does it).
+   */
+  externalNics?: boolean;
   logFile?: string;
   logLevel?: string;
   /** The config file that was read, if any. */
@@ -98,6 +105,12 @@ export const SETTINGS = [
   { key: 'dnsDomain', flag: 'dns-domain', env: 'MOCKCLOUD_DNS_DOMAIN', help: 'DNS domain for derived API URLs' },
   { key: 'adminUuid', flag: 'admin-uuid', env: 'MOCKCLOUD_ADMIN_UUID', help: 'owner of new admin NICs (mdata ufdsAdmin)' },
   { key: 'platform', flag: 'platform', env: 'MOCKCLOUD_PLATFORM', help: 'sysinfo "Live Image" of new CNs' },
+  {
+    key: 'externalNics',
+    flag: 'external-nics',
+    env: 'MOCKCLOUD_EXTERNAL_NICS',
+    help: "'true' or 'false': new CNs' dnet1 on the external NIC tag (default: true with the embedded dev headnode, else false)",
+  },
   { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: stderr)' },
   { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
 ] as const;
@@ -206,6 +219,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
   if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
   const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
+  const externalNicsText = await lookup('externalNics');
+  if (externalNicsText !== undefined && !/^(true|false)$/.test(externalNicsText)) {
+    throw invalid('externalNics', `external NICs ${JSON.stringify(externalNicsText)} is not 'true' or 'false'`);
+  }
   const logFile = await lookup('logFile');
   const logLevel = await lookup('logLevel');
   if (logLevel !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
@@ -231,6 +248,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (dnsDomain !== undefined) config.dnsDomain = dnsDomain;
   if (logFile !== undefined) config.logFile = path.resolve(logFile);
   if (logLevel !== undefined) config.logLevel = logLevel;
+  if (externalNicsText !== undefined) config.externalNics = externalNicsText === 'true';
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
   return config;

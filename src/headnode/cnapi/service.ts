@@ -6,11 +6,16 @@
 import type { Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
-import { PendingAllocations } from './allocate.js';
+import { DEFAULT_PLATFORM } from '../../common/triton-defaults.js';
+import { newAllocator, PendingAllocations } from './allocate.js';
+import type { Allocator } from './dapi/allocator.js';
 import type { CnapiContext } from './context.js';
 import { CnAgentDispatcher } from './dispatch.js';
 import { HeartbeatReconciler } from './heartbeats.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
+import { mountAllocationRoutes } from './routes-allocation.js';
+import { mountBootRoutes } from './routes-boot.js';
+import { mountMiscRoutes } from './routes-misc.js';
 import { mountServerRoutes } from './routes-servers.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountVmRoutes } from './routes-vms.js';
@@ -30,6 +35,8 @@ export interface CnapiServiceOptions {
   datacenter?: string;
   /** Test knobs; the defaults are CNAPI's 5 s and 11 s. */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** The headnode's platform (the `default` server record's boot platform). */
+  platform?: string;
 }
 
 /** How long a registered NIC tag is trusted to exist before NAPI is asked again. */
@@ -43,6 +50,8 @@ export class CnapiService {
   private readonly heartbeats: HeartbeatReconciler;
   private readonly dispatcher: CnAgentDispatcher;
   private readonly allocations = new PendingAllocations();
+  private readonly allocator: Allocator = newAllocator();
+  private readonly liveImage: string;
   private readonly serverDoc: StateDocument;
   private readonly taskDoc: StateDocument;
   private readonly peers: { napi: string; imgapi: string; vmapi?: string };
@@ -58,6 +67,7 @@ export class CnapiService {
     this.peers = { napi: trimSlash(opts.napiUrl), imgapi: trimSlash(opts.imgapiUrl) };
     if (opts.vmapiUrl) this.peers.vmapi = trimSlash(opts.vmapiUrl);
     this.servers = new ServerRegistry({ datacenter: opts.datacenter ?? 'coal' });
+    this.liveImage = opts.platform ?? DEFAULT_PLATFORM;
     // Server records change on every status sample; unacknowledged changes are saved
     // within a second, acknowledged ones (registration, ServerUpdate) before the answer.
     this.serverDoc = opts.store.document('cnapi-servers', () => ({ servers: this.servers.snapshot() }), {
@@ -102,6 +112,8 @@ export class CnapiService {
   async start(opts: { host: string; port: number }): Promise<void> {
     const sdoc = (await this.serverDoc.load()) as { servers?: unknown } | undefined;
     this.servers.restore(sdoc?.servers);
+    // CNAPI's first start stores the `default` server record (moray.js initializeBuckets).
+    this.servers.ensureDefault(this.liveImage);
     const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;
     this.tasks.restore(tdoc?.tasks);
 
@@ -114,6 +126,9 @@ export class CnapiService {
       tasks: this.tasks,
       dispatcher: this.dispatcher,
       allocations: this.allocations,
+      allocator: this.allocator,
+      startTimestamp: new Date().toISOString(),
+      liveImage: this.liveImage,
       peers: this.peers,
       saveServers: (durable) => {
         if (durable) return this.serverDoc.save();
@@ -122,9 +137,12 @@ export class CnapiService {
       },
       updateFromSysinfo: (sysinfo) => this.updateFromSysinfo(sysinfo),
     };
+    mountMiscRoutes(server, ctx);
+    mountBootRoutes(server, ctx);
     mountServerRoutes(server, ctx);
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
+    mountAllocationRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();
