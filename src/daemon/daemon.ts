@@ -474,6 +474,8 @@ export class Daemon {
       dataDir: this.config.dataDir,
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
+      /** The dev DC's headnode server among them, when this daemon hosts it. */
+      headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,

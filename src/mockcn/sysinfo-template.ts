@@ -24,7 +24,8 @@ export interface SysinfoInputs {
   now?: number;
   /**
    * The dev DC's headnode server: booted with `headnode=true` (what CNAPI reads its `headnode`
-   * flag from), hostname "headnode" and the "Headnode ID" a headnode's /.dcinfo gives sysinfo.
+   * flag from), hostname "headnode", the "Headnode ID" a headnode's /.dcinfo gives sysinfo, and
+   * on the external network (dnet1 tagged `external`) as a headnode is.
    */
   headnode?: boolean;
   /** dnet1 provides the `external` NIC tag (a dev DC's CNs are wired to its external network). */
@@ -64,7 +65,7 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
   for (const name of diskNames) disks[name] = { 'Size in GB': p.diskSizeGB };
   const nics: Record<string, SysinfoNetworkInterface> = {
     dnet0: { ip4addr: input.adminIp, 'Link Status': 'up', 'NIC Names': ['admin'], 'MAC Address': input.adminMac },
-    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': input.externalNic ? ['external'] : [], 'MAC Address': input.extraMac },
+    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': input.externalNic || input.headnode ? ['external'] : [], 'MAC Address': input.extraMac },
   };
   return {
     'System Type': 'Virtual',

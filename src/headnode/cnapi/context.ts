@@ -17,6 +17,7 @@ import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
 import type { PendingAllocations } from './allocate.js';
 import type { Allocator } from './dapi/allocator.js';
+import type { Waitlist } from './waitlist.js';
 
 export interface CnapiContext {
   log: Logger;
@@ -26,6 +27,10 @@ export interface CnapiContext {
   tasks: TaskRegistry;
   dispatcher: CnAgentDispatcher;
   allocations: PendingAllocations;
+  /** Waitlist tickets (`/servers/:uuid/tickets`, `/tickets/:uuid`). */
+  waitlist: Waitlist;
+  /** Persist the waitlist before answering. */
+  saveWaitlist(): Promise<void>;
   /** DAPI, as CNAPI configures it. */
   allocator: Allocator;
   /** When this CNAPI started (`/diagnostics` start_timestamp). */

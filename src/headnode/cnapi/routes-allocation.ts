@@ -9,7 +9,7 @@ import { MockcloudError } from '../../common/errors.js';
 import { ok, params, route, type RestifyServer } from '../http.js';
 import { serversForDapi } from './allocate.js';
 import type { Allocator, Step } from './dapi/allocator.js';
-import type { DapiServer, Obj } from './dapi/algorithms.js';
+import type { DapiServer, Obj, Ticket } from './dapi/algorithms.js';
 import { isHash, validateImage, validateNicTagRequirements, validatePackage, validateVmPayload } from './dapi/validations.js';
 import type { CnapiContext } from './context.js';
 import { ensureParamsValid, invalidParam, type Rules } from './validate.js';
@@ -88,7 +88,11 @@ export function mountAllocationRoutes(server: RestifyServer, ctx: CnapiContext):
       const candidates = shuffle(
         serversForDapi(ctx.servers, { uuids, unreservedOnly: true, filterHeadnode: allocator.defaults.filter_headnode }),
       );
-      const tickets = ctx.allocations.tickets(ctx.servers);
+      // allocations.js getOpenProvisioningTickets, plus the dev VMAPI's provisions (see allocate.ts).
+      const tickets: Ticket[] = [
+        ...ctx.waitlist.openProvisionTickets().map((t) => ({ ...t, action: t.action ?? '' })),
+        ...ctx.allocations.tickets(ctx.servers),
+      ];
       const chunks: DapiServer[][] = [];
       for (let i = 0; i <= candidates.length; i += SERVER_CHUNK_SIZE) chunks.push(candidates.slice(i, i + SERVER_CHUNK_SIZE));
       let result: { server: DapiServer | undefined; steps: Step[] } | undefined;

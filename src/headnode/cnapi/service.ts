@@ -17,6 +17,8 @@ import { mountAllocationRoutes } from './routes-allocation.js';
 import { mountBootRoutes } from './routes-boot.js';
 import { mountMiscRoutes } from './routes-misc.js';
 import { mountServerRoutes } from './routes-servers.js';
+import { mountWaitlistRoutes } from './routes-waitlist.js';
+import { Waitlist } from './waitlist.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountVmRoutes } from './routes-vms.js';
 import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
@@ -54,6 +56,8 @@ export class CnapiService {
   private readonly liveImage: string;
   private readonly serverDoc: StateDocument;
   private readonly taskDoc: StateDocument;
+  private readonly waitlistDoc: StateDocument;
+  private readonly waitlist: Waitlist;
   private readonly peers: { napi: string; imgapi: string; vmapi?: string };
   /** tag -> when NAPI last confirmed it, or the creation in flight. */
   private readonly nicTags = new Map<string, number | Promise<void>>();
@@ -77,6 +81,8 @@ export class CnapiService {
     // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
     // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
     this.taskDoc = opts.store.document('cnapi-tasks', () => ({ tasks: this.tasks.snapshot() }), { lazyDelayMs: 1000 });
+    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon() });
+    this.waitlistDoc = opts.store.document('cnapi-waitlist', () => ({ tickets: this.waitlist.snapshot() }));
     this.heartbeats = new HeartbeatReconciler({
       servers: this.servers,
       log: this.log,
@@ -116,6 +122,8 @@ export class CnapiService {
     this.servers.ensureDefault(this.liveImage);
     const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;
     this.tasks.restore(tdoc?.tasks);
+    const wdoc = (await this.waitlistDoc.load()) as { tickets?: unknown } | undefined;
+    this.waitlist.restore(wdoc?.tickets);
 
     const server = createServer({ name: 'cnapi', log: this.log });
     const ctx: CnapiContext = {
@@ -127,6 +135,8 @@ export class CnapiService {
       dispatcher: this.dispatcher,
       allocations: this.allocations,
       allocator: this.allocator,
+      waitlist: this.waitlist,
+      saveWaitlist: () => this.waitlistDoc.save(),
       startTimestamp: new Date().toISOString(),
       liveImage: this.liveImage,
       peers: this.peers,
@@ -143,16 +153,22 @@ export class CnapiService {
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
     mountAllocationRoutes(server, ctx);
+    mountWaitlistRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();
-    this.cleanupTimer = setInterval(() => this.tasks.cleanup(), 3600 * 1000);
+    this.waitlist.start();
+    this.cleanupTimer = setInterval(() => {
+      this.tasks.cleanup();
+      this.waitlist.cleanup();
+    }, 3600 * 1000);
     this.cleanupTimer.unref();
     this.log.info({ url: this._url, servers: this.servers.size }, 'CNAPI listening');
   }
 
   async stop(): Promise<void> {
     this.heartbeats.stop();
+    this.waitlist.stop();
     if (this.cleanupTimer) clearInterval(this.cleanupTimer);
     this.cleanupTimer = undefined;
     this.tasks.releaseWaiters();
@@ -162,6 +178,7 @@ export class CnapiService {
     await Promise.all([
       this.serverDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving servers failed')),
       this.taskDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving tasks failed')),
+      this.waitlistDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving the waitlist failed')),
     ]);
   }
 
