@@ -136,6 +136,11 @@ describe('dev CNAPI allocation (POST /allocate, POST /capacity)', () => {
     // 4096 MiB less the 15% reservation leaves 3481 MiB: one 2 GiB VM fits, a second does not.
     const first = await raw<Obj>(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
     expect(first.body.server.uuid).toBe(small);
+    expect(first.body.server.unreserved_ram).toBe(3481);
+    const ticketed = (first.body.steps as { step: string; remaining: string[] }[]).find(
+      (s) => s.step === 'Add VMs which have open provisioning tickets',
+    );
+    expect(ticketed?.remaining).toEqual([small]);
     const second = await rawError(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
     expect(second.statusCode).toBe(409);
     expect(second.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');

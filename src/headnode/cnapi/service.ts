@@ -17,6 +17,7 @@ import { mountAllocationRoutes } from './routes-allocation.js';
 import { mountBootRoutes } from './routes-boot.js';
 import { mountMiscRoutes } from './routes-misc.js';
 import { mountServerRoutes } from './routes-servers.js';
+import { mountSetupRoutes } from './routes-setup.js';
 import { mountWaitlistRoutes } from './routes-waitlist.js';
 import { Waitlist } from './waitlist.js';
 import { mountTaskRoutes } from './routes-tasks.js';
@@ -150,6 +151,7 @@ export class CnapiService {
     mountMiscRoutes(server, ctx);
     mountBootRoutes(server, ctx);
     mountServerRoutes(server, ctx);
+    mountSetupRoutes(server, ctx);
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
     mountAllocationRoutes(server, ctx);
