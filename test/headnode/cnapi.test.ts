@@ -122,7 +122,7 @@ describe('dev headnode CNAPI', () => {
       type: 'zone-dataset',
       files: [{ compression: 'gzip', sha1: 'x', size: 10 }],
     });
-    env.cnapi = await startCnapi(env.dir, env.peers, { periodMs: 100, lifetimeMs: 400 });
+    env.cnapi = await startCnapi(env.dir, env.peers, { periodMs: 100, lifetimeMs: 2000 });
     env.client = cnapiClient(env.cnapi.url);
     env.beating = new Set();
     env.beater = setInterval(() => {
