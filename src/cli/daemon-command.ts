@@ -99,8 +99,8 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     `  data dir:     ${config.dataDir}`,
     `  control API:  ${c.url}`,
     config.agentIps === 'loopback'
-      ? `  mock CNs:     ${daemon.fleet.size}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
-      : `  mock CNs:     ${daemon.fleet.size}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
+      ? `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
+      : `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
     `  cmon-agent:   ${cmonLine(daemon.cmonAddresses)}`,
     `  CNAPI:        ${urls.cnapi ? urls.cnapi + where : 'none (standalone)'}`,
     `  VMAPI:        ${urls.vmapi ? urls.vmapi + where : 'none'}`,
@@ -109,16 +109,21 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     `  logs:         ${config.logFile ?? 'stderr'}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  if (servers !== undefined && servers > daemon.fleet.size && !stopping) {
-    process.stdout.write(`creating ${servers - daemon.fleet.size} mock CN(s) to reach ${servers}...\n`);
+  if (servers !== undefined && servers > daemon.fleet.computeNodeCount && !stopping) {
+    process.stdout.write(`creating ${servers - daemon.fleet.computeNodeCount} mock CN(s) to reach ${servers}...\n`);
     const result = await daemon.growTo(servers);
     if (result.errors.length > 0) {
       // The daemon keeps running (what exists works); the failure is plain on stdout and in the log.
       process.stdout.write(`mockcloud daemon: ${result.errors.length} server creation(s) failed: ${result.errors[0]!.message}\n`);
     }
-    process.stdout.write(`mock CNs: ${daemon.fleet.size} (wanted ${servers})\n`);
+    process.stdout.write(`mock CNs: ${daemon.fleet.computeNodeCount} (wanted ${servers})\n`);
   }
   // The control API's listening socket keeps the process alive until a signal stops it.
+}
+
+/** "5" or "5 + the headnode server". */
+function mockCnsLine(fleet: { computeNodeCount: number; headnode(): unknown }): string {
+  return `${fleet.computeNodeCount}${fleet.headnode() ? ' + the headnode server' : ''}`;
 }
 
 function cmonLine(addresses: { ip: string; port: number }[] | undefined): string {

@@ -7,7 +7,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
 import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
-import { deleteServers, listServers, newest } from './fleet-ops.js';
+import { computeNodes, deleteServers, listServers, newest } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface DeleteArgs extends DataDirArgs, JsonArgs {
@@ -21,7 +21,7 @@ function builder(y: Argv): Argv<DeleteArgs> {
     .positional('uuids', { type: 'string', array: true, describe: 'the CNs to delete' })
     .option('count', { type: 'number', describe: 'delete the N newest CNs instead' })
     .option('all', { type: 'boolean', describe: 'delete every CN instead' })
-    .epilog('Name the CNs in exactly one way: UUIDs, --count N or --all.');
+    .epilog('Name the CNs in exactly one way: UUIDs, --count N or --all. The dev DC\'s headnode server is never deleted.');
   return withJson(withDataDir(out), 'what was deleted') as Argv<DeleteArgs>;
 }
 
@@ -40,7 +40,7 @@ async function handler(argv: DeleteArgs): Promise<void> {
   if (uuids.length > 0) {
     targets = [...new Set(uuids.map((u) => u.toLowerCase()))];
   } else {
-    const list = await listServers(daemon);
+    const list = computeNodes(await listServers(daemon));
     targets = argv.all ? list.map((s) => s.uuid) : newest(list, argv.count!).map((s) => s.uuid);
   }
   const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [] };

@@ -7,7 +7,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
 import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
-import { createServers, deleteServers, listServers, newest, reportErrors } from './fleet-ops.js';
+import { computeNodes, createServers, deleteServers, listServers, newest, reportErrors } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, type DataDirArgs } from './options.js';
 
 interface EnsureArgs extends DataDirArgs {
@@ -36,7 +36,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   if (envCnapi && daemon.info.urls.cnapi !== envCnapi) {
     process.stderr.write(`mockcloud: warning: MOCKCLOUD_CNAPI_URL is ${envCnapi}, but the daemon reports to ${daemon.info.urls.cnapi ?? 'no CNAPI'}\n`);
   }
-  const before = await listServers(daemon);
+  const before = computeNodes(await listServers(daemon));
   const progress = new Progress();
   if (before.length < want) {
     process.stderr.write(`${before.length} mock CNs, want ${want}: creating ${want - before.length}\n`);
@@ -57,17 +57,17 @@ async function handler(argv: EnsureArgs): Promise<void> {
     for (const d of result.deleted) for (const w of d.warnings) process.stderr.write(`mockcloud: ${d.uuid}: ${w}\n`);
     reportErrors('delete', result.errors);
   }
-  const after = await listServers(daemon);
+  const after = computeNodes(await listServers(daemon));
   if (after.length !== want) {
     process.exitCode = 1;
-    throw new CliError(`the daemon hosts ${after.length} mock CNs, not ${want}`);
+    throw new CliError(`the daemon hosts ${after.length} mock CNs (besides any headnode server), not ${want}`);
   }
   process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
 }
 
 export const ensureServersCommand: CommandModule<object, EnsureArgs> = {
   command: 'ensure-servers <count>',
-  describe: 'Converge on exactly N mock CNs: create the missing ones or delete the newest',
+  describe: 'Converge on exactly N mock CNs (the dev headnode server not counted): create the missing ones or delete the newest',
   builder,
   handler,
 };

@@ -17,6 +17,16 @@ export interface ServerSummary {
   registered: boolean;
   vms: number;
   createdAt: number | null;
+  /** The dev DC's headnode server (absent from older daemons: false). */
+  headnode?: boolean;
+}
+
+/**
+ * The compute nodes of a listing: every CN but the dev DC's headnode server, which
+ * ensure-servers does not count and delete-servers --all / --count never delete.
+ */
+export function computeNodes(list: ServerSummary[]): ServerSummary[] {
+  return list.filter((s) => s.headnode !== true);
 }
 
 export async function listServers(daemon: DaemonClient): Promise<ServerSummary[]> {

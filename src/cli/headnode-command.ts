@@ -1,8 +1,9 @@
 /**
- * `mockcloud headnode`: the embedded dev headnode (CNAPI, VMAPI, NAPI and IMGAPI subsets) alone,
- * in the foreground, for a daemon elsewhere (`mockcloud daemon --cnapi-url ...`) or for tools
- * written against Triton. State persists in <data-dir>/headnode/; the addresses are printed and
- * written to <data-dir>/headnode.json. SIGTERM/SIGINT stop it cleanly (exit 0).
+ * `mockcloud headnode`: the embedded dev headnode (CNAPI, VMAPI, NAPI and IMGAPI subsets) with
+ * the DC's headnode server (one mock CN, as every Triton DC has) and no compute nodes, in the
+ * foreground, for a daemon elsewhere (`mockcloud daemon --cnapi-url ...`) or for tools written
+ * against Triton. State persists in <data-dir>/headnode/ and <data-dir>/servers/; the addresses
+ * are printed and written to <data-dir>/headnode.json. SIGTERM/SIGINT stop it cleanly (exit 0).
  */
 import net from 'node:net';
 import type { Argv, CommandModule } from 'yargs';
@@ -61,9 +62,9 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     throw new CliError(`--log-level ${JSON.stringify(level)} is not one of trace, debug, info, warn, error, fatal`);
   }
   // A daemon of this data dir may run its own embedded headnode on the same state: refuse.
-  const daemon = await readDaemonJson(dataDir);
-  if (daemon && isProcessAlive(daemon.pid)) {
-    throw new CliError(`a mockcloud daemon (pid ${daemon.pid}) is using ${dataDir}; its headnode (if any) is in <data-dir>/headnode.json`);
+  const running = await readDaemonJson(dataDir);
+  if (running && isProcessAlive(running.pid)) {
+    throw new CliError(`a mockcloud daemon (pid ${running.pid}) is using ${dataDir}; its headnode (if any) is in <data-dir>/headnode.json`);
   }
 
   const log = createLogger({
@@ -71,22 +72,32 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     ...(argv['log-file'] ? { path: argv['log-file'] } : {}),
     ...(level ? { level: level as 'info' } : {}),
   });
-  const { Headnode } = await import('../headnode/index.js');
-  const headnode = new Headnode({
-    dataDir,
-    log,
-    host: argv.host,
-    ports,
-    datacenter: argv['datacenter-name'],
-    adminUuid: argv['admin-uuid'].toLowerCase(),
+  // The dev headnode with its headnode server: a daemon hosting no compute nodes, whose
+  // embedded headnode is the whole point. Compute nodes come from daemons pointed at it.
+  const { resolveConfig } = await import('../daemon/config.js');
+  const { noMdata } = await import('../daemon/mdata.js');
+  const { Daemon } = await import('../daemon/daemon.js');
+  const config = await resolveConfig({
+    flags: {
+      dataDir,
+      datacenterName: argv['datacenter-name'],
+      adminUuid: argv['admin-uuid'].toLowerCase(),
+      // A daemon with CNs may run on this host too: cmon-agent's 9163 is its.
+      cmonPort: 0,
+      ...(argv['log-file'] ? { logFile: argv['log-file'] } : {}),
+      ...(level ? { logLevel: level } : {}),
+    },
+    env: {},
+    mdata: noMdata,
   });
+  const daemon = new Daemon({ config, log, embeddedHeadnode: { host: argv.host, ports } });
 
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping on signal');
-    headnode.stop().then(
+    daemon.stop().then(
       () => {
         process.exitCode = 0;
       },
@@ -99,7 +110,10 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  const urls = await headnode.start();
+  await daemon.start();
+  const headnode = daemon.headnode!;
+  const urls = headnode.urls;
+  const server = daemon.fleet.headnode();
   const lines = [
     `mockcloud dev headnode running (pid ${process.pid})`,
     `  data dir:     ${dataDir}`,
@@ -107,6 +121,7 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  VMAPI:        ${urls.vmapi}`,
     `  NAPI:         ${urls.napi}`,
     `  IMGAPI:       ${urls.imgapi}`,
+    `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
     `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi}`,

@@ -10,6 +10,7 @@ import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { serverPaths } from '../mockcn/layout.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
+import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import { cnapiStatuses, cnapiUrlFor } from './cnapi-view.js';
 import { clientDataDir, DaemonClient } from './daemon-client.js';
 import { listServers, type ServerSummary } from './fleet-ops.js';
@@ -28,6 +29,8 @@ export interface ListedServer {
   vms: number;
   /** CNAPI's status (running, unknown, ...), or null when CNAPI was not reachable or lacks the CN. */
   status: string | null;
+  /** The dev DC's headnode server (from its sysinfo's `headnode=true` boot parameter). */
+  headnode: boolean;
 }
 
 function builder(y: Argv): Argv<ListArgs> {
@@ -35,7 +38,7 @@ function builder(y: Argv): Argv<ListArgs> {
     type: 'string',
     describe: "CNAPI to ask for each CN's status when no daemon runs (env MOCKCLOUD_CNAPI_URL; default: the daemon's, or <data-dir>/headnode.json)",
   });
-  return withJson(withDataDir(out), 'a list of {uuid, hostname, adminIp, agentAddress, vms, status}') as Argv<ListArgs>;
+  return withJson(withDataDir(out), 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode}') as Argv<ListArgs>;
 }
 
 /** The CNs on disk, for when no daemon runs. Broken server dirs are listed with what is known. */
@@ -54,6 +57,7 @@ async function offlineServers(dataDir: string): Promise<ServerSummary[]> {
       registered: false,
       vms: vmFiles.filter((f) => /^[0-9a-f-]{36}\.json$/.test(f)).length,
       createdAt: typeof sysinfo?.['Zpool Creation'] === 'number' ? sysinfo['Zpool Creation'] : null,
+      headnode: sysinfo ? isHeadnodeSysinfo(sysinfo) : false,
     });
   }
   return out;
@@ -74,15 +78,16 @@ async function handler(argv: ListArgs): Promise<void> {
       agentAddress: s.agentAddress ? `${s.agentAddress.ip}:${s.agentAddress.port}` : null,
       vms: s.vms,
       status: statuses?.get(s.uuid) ?? null,
+      headnode: s.headnode === true,
     }))
-    .sort((a, b) => a.hostname.localeCompare(b.hostname) || a.uuid.localeCompare(b.uuid));
+    .sort((a, b) => Number(b.headnode) - Number(a.headnode) || a.hostname.localeCompare(b.hostname) || a.uuid.localeCompare(b.uuid));
   if (argv.json) {
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return;
   }
   const table = [
-    ['UUID', 'HOSTNAME', 'ADMIN IP', 'CN-AGENT', 'VMS', 'STATUS'],
-    ...rows.map((r) => [r.uuid, r.hostname, r.adminIp ?? '-', r.agentAddress ?? '-', String(r.vms), r.status ?? '-']),
+    ['UUID', 'HOSTNAME', 'ADMIN IP', 'CN-AGENT', 'VMS', 'STATUS', 'ROLE'],
+    ...rows.map((r) => [r.uuid, r.hostname, r.adminIp ?? '-', r.agentAddress ?? '-', String(r.vms), r.status ?? '-', r.headnode ? 'headnode' : 'cn']),
   ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
@@ -90,7 +95,7 @@ async function handler(argv: ListArgs): Promise<void> {
 
 export const listServersCommand: CommandModule<object, ListArgs> = {
   command: 'list-servers',
-  describe: 'List the mock CNs: uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status (works without a daemon)',
+  describe: 'List the mock CNs (the dev headnode server first): uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status, role (works without a daemon)',
   builder,
   handler,
 };

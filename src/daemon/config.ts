@@ -41,7 +41,8 @@ export const DEFAULT_CMON_PORT = 9163;
 export type AgentIpMode = 'shared' | 'loopback';
 export const AGENT_IP_MODES: readonly AgentIpMode[] = ['shared', 'loopback'];
 /** Used when the host is not SmartOS (there, "Live Image" comes from `uname -v`, as the original). */
-export const DEFAULT_PLATFORM = '20210826T002459Z';
+export { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
+import { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
 
 export interface DaemonConfig {
   dataDir: string;
@@ -65,6 +66,12 @@ export interface DaemonConfig {
   adminUuid: string;
   /** "Live Image" of new CNs whose profile names none. */
   platform: string;
+  /**
+   * Whether new CNs' dnet1 provides the `external` NIC tag. Absent: yes when the daemon runs
+   * the embedded dev headnode (a dev DC's CNs are wired to its external network, so DAPI can
+   * place VMs needing it), no otherwise (on a real DC, `mockcloud add-externals` does it).
+   */
+  externalNics?: boolean;
   logFile?: string;
   logLevel?: string;
   /** The config file that was read, if any. */
@@ -112,6 +119,12 @@ export const SETTINGS = [
   { key: 'dnsDomain', flag: 'dns-domain', env: 'MOCKCLOUD_DNS_DOMAIN', help: 'DNS domain for derived API URLs' },
   { key: 'adminUuid', flag: 'admin-uuid', env: 'MOCKCLOUD_ADMIN_UUID', help: 'owner of new admin NICs (mdata ufdsAdmin)' },
   { key: 'platform', flag: 'platform', env: 'MOCKCLOUD_PLATFORM', help: 'sysinfo "Live Image" of new CNs' },
+  {
+    key: 'externalNics',
+    flag: 'external-nics',
+    env: 'MOCKCLOUD_EXTERNAL_NICS',
+    help: "true or false: new CNs' dnet1 on the external NIC tag (default: true with the embedded dev headnode, else false)",
+  },
   { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: stderr)' },
   { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
   { key: 'maxTasks', flag: 'max-tasks', env: 'MOCKCLOUD_MAX_TASKS', help: 'cn-agent tasks running at once across all CNs (default 128)' },
@@ -260,6 +273,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
   const allowExecuteText = await lookup('allowExecute');
   const bootSecondsText = await lookup('bootSeconds');
+  const externalNicsText = await lookup('externalNics');
+  const externalNics = externalNicsText === undefined ? undefined : parseBoolean('externalNics', externalNicsText);
   const logFile = await lookup('logFile');
   const logLevel = await lookup('logLevel');
   if (logLevel !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
@@ -288,6 +303,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (dnsDomain !== undefined) config.dnsDomain = dnsDomain;
   if (logFile !== undefined) config.logFile = path.resolve(logFile);
   if (logLevel !== undefined) config.logLevel = logLevel;
+  if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../common/log.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
 import { readSysinfoFile, adminNicOf, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
+import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import type { DaemonConfig } from './config.js';
@@ -200,6 +201,7 @@ export class Daemon {
         countError: (kind) => this.countError(kind),
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
+        externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
       });
 
       this.rates = new RateWindow(() => ({
@@ -213,6 +215,7 @@ export class Daemon {
       await this.daemonJson.flush();
 
       await fleet.loadAll();
+      await this.ensureHeadnodeServer();
       await cmon?.settled();
       this.state = 'running';
       await this.daemonJson.flush();
@@ -273,6 +276,7 @@ export class Daemon {
       ...(want.ports ? { ports: want.ports } : {}),
       datacenter: config.datacenterName,
       adminUuid: config.adminUuid,
+      platform: config.platform,
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
@@ -283,15 +287,31 @@ export class Daemon {
   }
 
   /**
-   * Create CNs until the fleet has at least `count` (the daemon's --servers): the same code
-   * as create-servers, in batches so the log shows progress. Never deletes.
+   * The dev DC's headnode server: made with the embedded dev headnode when the data dir has
+   * none. A failure is logged and counted; the compute nodes work without it.
+   */
+  private async ensureHeadnodeServer(): Promise<void> {
+    if (!this.headnodeInstance || this.fleet.headnode()) return;
+    try {
+      const hn = await this.factory!.createHeadnode();
+      this.log.info({ server: hn.uuid }, 'created the dev DC\'s headnode server');
+    } catch (err) {
+      this.countError('headnode-server');
+      this.log.error({ err }, 'creating the dev DC\'s headnode server failed');
+    }
+  }
+
+  /**
+   * Create CNs until the fleet has at least `count` compute nodes (the daemon's --servers; the
+   * headnode server does not count): the same code as create-servers, in batches so the log
+   * shows progress. Never deletes.
    */
   async growTo(count: number, onProgress?: (done: number, wanted: number) => void): Promise<CreateResult> {
     if (this.state !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
     const all: CreateResult = { created: [], errors: [] };
-    const missing = count - this.fleet.size;
+    const missing = count - this.fleet.computeNodeCount;
     if (missing <= 0) return all;
-    this.log.info({ servers: this.fleet.size, wanted: count }, `creating ${missing} server(s)`);
+    this.log.info({ servers: this.fleet.computeNodeCount, wanted: count }, `creating ${missing} server(s)`);
     const batch = 32;
     for (let done = 0; done < missing && this.state === 'running'; ) {
       const n = Math.min(batch, missing - done);
@@ -454,6 +474,8 @@ export class Daemon {
       dataDir: this.config.dataDir,
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
+      /** The dev DC's headnode server among them, when this daemon hosts it. */
+      headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
       /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
       down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
@@ -493,6 +515,8 @@ function summary(cn: MockCnImpl): Record<string, unknown> {
     agentAddress: cn.agentAddress ?? null,
     registered: cn.registered,
     draining: cn.draining,
+    /** The dev DC's headnode server: listed, but never counted or deleted by the fleet commands. */
+    headnode: isHeadnodeSysinfo(cn.sysinfo),
     vms: cn.vms.size,
     /** sysinfo "Zpool Creation" (epoch seconds at creation): what "newest" means for ensure/delete --count. */
     createdAt: typeof cn.sysinfo['Zpool Creation'] === 'number' ? cn.sysinfo['Zpool Creation'] : null,

@@ -13,6 +13,7 @@ import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
 import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn, PowerChange } from '../mockcn/types.js';
 import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
+import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -86,6 +87,17 @@ export class Fleet implements FleetView {
 
   list(): MockCnImpl[] {
     return [...this.cns.values()];
+  }
+
+  /** The dev DC's headnode server, when this fleet hosts one. */
+  headnode(): MockCnImpl | undefined {
+    for (const cn of this.cns.values()) if (isHeadnodeSysinfo(cn.sysinfo)) return cn;
+    return undefined;
+  }
+
+  /** How many compute nodes (every CN but the headnode server) the fleet hosts. */
+  get computeNodeCount(): number {
+    return this.cns.size - (this.headnode() ? 1 : 0);
   }
 
   has(uuid: string): boolean {

@@ -22,7 +22,7 @@ import { newUuid } from '../common/uuid.js';
 import { adminNicOf } from '../mockcn/sysinfo-file.js';
 import { getProfile } from '../mockcn/profiles.js';
 import { abortServerCreation, beginServerCreation, finishServerCreation, readCreateMarker, removeServerDir } from '../mockcn/server-dir.js';
-import { buildSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
+import { buildSysinfo, isHeadnodeSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
 import { normalizeMac } from '../vmadm/nics.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
@@ -35,6 +35,8 @@ export interface CreateRequest {
   count: number;
   profile?: string;
   hostnamePrefix?: string;
+  /** The dev DC's headnode server (never from the control API: see createHeadnode). */
+  headnode?: boolean;
 }
 
 export interface CreatedServer {
@@ -66,6 +68,8 @@ export interface ServerFactoryOptions {
   countError: (kind: string) => void;
   /** After a CN's dir is gone (e.g. forget its loopback agent IP). */
   onRemoved?: (uuid: string) => Promise<void> | void;
+  /** New CNs' dnet1 provides the `external` NIC tag (the dev DC's CNs). */
+  externalNics?: boolean;
   /** The MAC draw; `randomMockMac` by default (tests force clashes with it). */
   randomMac?: () => string;
 }
@@ -148,6 +152,8 @@ export class ServerFactory {
         adminIp,
         extraMac,
         ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
+        ...(req.headnode ? { headnode: true } : {}),
+        ...(this.o.externalNics ? { externalNic: true } : {}),
       });
       await finishServerCreation(config.dataDir, sysinfo);
     } catch (err) {
@@ -170,6 +176,15 @@ export class ServerFactory {
     };
     if (cn.agentAddress) created.agentAddress = { ...cn.agentAddress };
     return created;
+  }
+
+  /**
+   * The dev DC's headnode server: one mock CN whose sysinfo says it is the headnode, made when
+   * the daemon runs its embedded dev headnode and the data dir has none yet (a real DC always
+   * has its headnode in CNAPI; tools and tests start from `GET /servers?headnode=true`).
+   */
+  async createHeadnode(): Promise<CreatedServer> {
+    return this.createOne({ count: 1, headnode: true });
   }
 
   /** Finish or undo an interrupted creation found at start (`.creating-<uuid>`). */
@@ -206,6 +221,9 @@ export class ServerFactory {
     const { fleet, config } = this.o;
     const known = fleet.get(uuid);
     if (!known) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    if (isHeadnodeSysinfo(known.sysinfo)) {
+      throw new MockcloudError('Conflict', `server ${uuid} is the dev DC's headnode; it is not deleted`);
+    }
     // The VM store closes with the CN: note its VMs first.
     const vmUuids = new Set<string>(known.vms.list({ include_dni: true }).map((vm) => String(vm.uuid)));
     const cn = await fleet.remove(uuid);

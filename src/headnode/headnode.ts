@@ -41,6 +41,8 @@ export interface HeadnodeOptions {
   datacenter?: string;
   /** The DC's UFDS admin user (owner of admin NICs and agent images). */
   adminUuid?: string;
+  /** The headnode's platform (CNAPI's `default` server record boots it). */
+  platform?: string;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
 }
@@ -110,6 +112,7 @@ export class Headnode {
         imgapiUrl: this.imgapi.url,
         ...(this.opts.datacenter ? { datacenter: this.opts.datacenter } : {}),
         ...(this.opts.heartbeat ? { heartbeat: this.opts.heartbeat } : {}),
+        ...(this.opts.platform ? { platform: this.opts.platform } : {}),
       });
       this.cnapiService = cnapi;
       await this.startOne(cnapi, host, ports.cnapi);

@@ -22,6 +22,14 @@ export interface SysinfoInputs {
   hostnamePrefix?: string;
   /** Creation time in ms since the epoch; now by default. */
   now?: number;
+  /**
+   * The dev DC's headnode server: booted with `headnode=true` (what CNAPI reads its `headnode`
+   * flag from), hostname "headnode", the "Headnode ID" a headnode's /.dcinfo gives sysinfo, and
+   * on the external network (dnet1 tagged `external`) as a headnode is.
+   */
+  headnode?: boolean;
+  /** dnet1 provides the `external` NIC tag (a dev DC's CNs are wired to its external network). */
+  externalNic?: boolean;
 }
 
 /** The OUI the original used for mock CN NICs. */
@@ -57,7 +65,7 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
   for (const name of diskNames) disks[name] = { 'Size in GB': p.diskSizeGB };
   const nics: Record<string, SysinfoNetworkInterface> = {
     dnet0: { ip4addr: input.adminIp, 'Link Status': 'up', 'NIC Names': ['admin'], 'MAC Address': input.adminMac },
-    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': [], 'MAC Address': input.extraMac },
+    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': input.externalNic || input.headnode ? ['external'] : [], 'MAC Address': input.extraMac },
   };
   return {
     'System Type': 'Virtual',
@@ -80,22 +88,33 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     'Zpool Disks': diskNames.join(','),
     'Zpool Profile': p.zpoolProfile,
     Disks: disks,
-    'Boot Parameters': { console: 'ttyb', boot_args: '', bootargs: '' },
+    'Boot Parameters': input.headnode
+      ? { console: 'ttyb', boot_args: '', bootargs: '', headnode: 'true' }
+      : { console: 'ttyb', boot_args: '', bootargs: '' },
     'SDC Agents': [],
     'Network Interfaces': nics,
     'Virtual Network Interfaces': {},
     'Link Aggregations': {},
     'Datacenter Name': input.datacenterName,
+    ...(input.headnode ? { 'Headnode ID': 0 } : {}),
     UUID: input.uuid,
     'Admin IP': input.adminIp,
     'Zpool Size in GiB': p.zpoolSizeGiB,
     'Live Image': p.platform ?? input.platform,
     // A string, as the original wrote it ("goofy, but compatible").
     'Boot Time': String(nowSec),
-    Hostname: hostnameFor(input.uuid, input.hostnamePrefix),
+    Hostname: input.headnode ? 'headnode' : hostnameFor(input.uuid, input.hostnamePrefix),
     'Serial Number': input.uuid.slice(0, 8).toUpperCase(),
     'Zpool Creation': nowSec,
   };
+}
+
+/**
+ * Whether a sysinfo is a headnode's: SmartOS passes the `headnode=true` boot parameter to
+ * headnodes only, and CNAPI sets a server's `headnode` from it (ModelServer.updateFromSysinfo).
+ */
+export function isHeadnodeSysinfo(sysinfo: Pick<Sysinfo, 'Boot Parameters'>): boolean {
+  return sysinfo['Boot Parameters']?.headnode === 'true';
 }
 
 /** sysinfo.json as create-server wrote it: 4-space indent and a trailing newline. */

@@ -28,6 +28,8 @@ const ENV: NodeJS.ProcessEnv = {
   MOCKCLOUD_LOG_LEVEL: 'warn',
   // Parallel test files must not fight over cmon-agent's 9163.
   MOCKCLOUD_CMON_PORT: '0',
+  // New CNs without an external NIC, as on a real DC, so add-externals has work to do.
+  MOCKCLOUD_EXTERNAL_NICS: 'false',
 };
 
 interface Run {
@@ -101,6 +103,7 @@ interface Listed {
   agentAddress: string | null;
   vms: number;
   status: string | null;
+  headnode: boolean;
 }
 
 describe('mockcloud CLI against the daemon and its embedded dev headnode', () => {
@@ -144,16 +147,24 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     return { servers, leftovers };
   }
 
-  /** Daemon, disk, CNAPI and NAPI agree on exactly `n` CNs (and NAPI holds no stray CN NICs). */
+  /**
+   * Daemon, disk, CNAPI and NAPI agree on exactly `n` compute nodes besides the dev DC's one
+   * headnode server (and NAPI holds no stray CN NICs). Returns the compute nodes' uuids.
+   */
   async function expectConsistent(n: number): Promise<string[]> {
     const listed = await listJson();
     const disk = await onDisk();
     expect(disk.leftovers).toEqual([]);
-    const uuids = listed.map((s) => s.uuid).sort();
+    const headnodes = listed.filter((s) => s.headnode);
+    expect(headnodes.map((s) => s.hostname)).toEqual(['headnode']);
+    const uuids = listed.filter((s) => !s.headnode).map((s) => s.uuid).sort();
     expect(uuids).toHaveLength(n);
-    expect([...disk.servers.keys()].sort()).toEqual(uuids);
+    const all = listed.map((s) => s.uuid).sort();
+    expect([...disk.servers.keys()].sort()).toEqual(all);
     const inCnapi = (await call<{ uuid: string }[]>(cnapi, 'listServers', { limit: 1000 })).map((s) => s.uuid).sort();
-    expect(inCnapi).toEqual(uuids);
+    expect(inCnapi).toEqual(all);
+    const cnapiHeadnodes = await call<{ uuid: string }[]>(cnapi, 'listServers', { headnode: 'true' });
+    expect(cnapiHeadnodes.map((s) => s.uuid)).toEqual([headnodes[0]!.uuid]);
     // Every admin NIC mockcloud allocated (owned by the admin user or claimed by its server)
     // belongs to a CN that exists, and every CN has its admin NIC.
     const nics = await call<{ mac: string; belongs_to_type: string; belongs_to_uuid: string; nic_tag?: string }[]>(napi, 'listNics', {
@@ -220,22 +231,25 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     const table = await run(['list-servers', ...dd()]);
     expect(table.code).toBe(0);
     const lines = table.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/)[0]).sort()).toEqual(uuids);
-    for (const l of lines.slice(1)) expect(l).toMatch(/\brunning$/);
+    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS\s+ROLE$/);
+    // The dev DC's headnode server first, marked as such; then the compute nodes.
+    expect(lines[1]).toMatch(/\sheadnode\s.*\brunning\s+headnode$/);
+    expect(lines.slice(2).map((l) => l.split(/\s+/)[0]).sort()).toEqual(uuids);
+    for (const l of lines.slice(2)) expect(l).toMatch(/\brunning\s+cn$/);
 
     const status = await run(['status', ...dd()]);
     expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/mock CNs:\s+50 \(50 registered\)/);
+    expect(status.stdout).toMatch(/mock CNs:\s+51 \(51 registered\)/);
     const sj = JSON.parse((await run(['status', '-j', ...dd()])).stdout) as { servers: number; heartbeatsPerSecond: number };
-    expect(sj.servers).toBe(50);
-  }, 60_000);
+    expect(sj.servers).toBe(51);
+  }, 90_000);
 
   it('ensure-servers 20 deletes the 30 newest everywhere, and a second run changes nothing', async () => {
     // "Newest": latest sysinfo "Zpool Creation" (creation time, in seconds); uuid order breaks ties.
     const created: [string, number][] = [];
     for (const uuid of (await onDisk()).servers.keys()) {
       const sysinfo = JSON.parse(await fsp.readFile(path.join(dataDir, 'servers', uuid, 'sysinfo.json'), 'utf8'));
+      if (sysinfo['Boot Parameters']?.headnode === 'true') continue; // the headnode server is not a compute node
       created.push([uuid, sysinfo['Zpool Creation']]);
     }
     created.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1));
@@ -254,9 +268,10 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
   it('add-externals tags dnet1 of every CN as external through CNAPI; a second run finds nothing to do (and VMs on the external network can be placed)', async () => {
     const r = await run(['add-externals', ...dd()]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/added an external NIC to 20 mock CN\(s\); 0 had one already/);
+    // The headnode server has its external NIC from the start, as a headnode does.
+    expect(r.stdout).toMatch(/added an external NIC to 20 mock CN\(s\); 1 had one already/);
     const servers = await call<{ sysinfo: Record<string, any> }[]>(cnapi, 'listServers', { extras: 'sysinfo' });
-    expect(servers).toHaveLength(20);
+    expect(servers).toHaveLength(21);
     for (const s of servers) expect(s.sysinfo['Network Interfaces'].dnet1['NIC Names']).toContain('external');
     // The CNs' own sysinfo.json says so too (the cn-agent task rewrote it).
     for (const uuid of (await onDisk()).servers.keys()) {
@@ -265,7 +280,7 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     }
     const again = await run(['add-externals', ...dd()]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/added an external NIC to 0 mock CN\(s\); 20 had one already/);
+    expect(again.stdout).toMatch(/added an external NIC to 0 mock CN\(s\); 21 had one already/);
   }, 60_000);
 
   it('delete-servers by UUID takes the CN\'s VMs (destroyed in VMAPI, NICs gone from NAPI) with it; --count deletes the newest', async () => {
@@ -356,7 +371,13 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
         expect(file[svc]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         expect(hn.out()).toContain(file[svc]);
       }
-      expect(await call(cnapiClient(file.cnapi), 'listServers', {})).toEqual([]);
+      // It is a DC with its headnode server (sdc-cnapi's tests start from GET /servers?headnode=true).
+      const hnServers = await waitFor(async () => {
+        const l = await call<{ uuid: string; hostname: string; headnode: boolean; status: string }[]>(cnapiClient(file.cnapi), 'listServers', {});
+        return l.length === 1 && l[0]!.status === 'running' ? l : undefined;
+      }, 20_000, 'the headnode server running in CNAPI');
+      expect(hnServers[0]).toMatchObject({ hostname: 'headnode', headnode: true });
+      expect(hn.out()).toContain(`headnode server: ${hnServers[0]!.uuid}`);
       await call(cnapiClient(file.cnapi), 'ping');
       expect(await call(vmapiClient(file.vmapi), 'listVms', {})).toEqual([]);
       const networks = await call<{ name: string }[]>(napiClient(file.napi), 'listNetworks', {});

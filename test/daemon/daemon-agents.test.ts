@@ -234,11 +234,15 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
     // depend only on the CN (its uuid, its VMs), so the same CN named by Host elsewhere agrees.
     const json = await waitFor(async () => {
       const j = await readDaemonJson(dataDir);
-      return j?.state === 'running' && (j.cmonAgent?.addresses.length ?? 0) >= 2 ? j : undefined;
-    }, 5000, 'daemon.json with both cmon addresses');
+      return j?.state === 'running' && (j.cmonAgent?.addresses.length ?? 0) >= 3 ? j : undefined;
+    }, 5000, 'daemon.json with the cmon addresses of both CNs and the headnode server');
     expect(json.agentIps).toBe('loopback');
     const port = json.cmonAgent!.port;
-    expect(json.cmonAgent!.addresses.map((x) => x.ip).sort()).toEqual([ipA, ipB].sort());
+    // The dev DC's headnode server has its own address too.
+    const hn = daemon.fleet.headnode()!;
+    const ipHn = ipOf(daemon, hn.uuid);
+    expect([ipA, ipB]).not.toContain(ipHn);
+    expect(json.cmonAgent!.addresses.map((x) => x.ip).sort()).toEqual([ipA, ipB, ipHn].sort());
     const scrape = async (ip: string, host?: string): Promise<{ allocated: number; frag: number }> => {
       const res = await get(`http://${ip}:${port}/v1/gz/metrics`, host);
       expect(res.status, res.body).toBe(200);
@@ -256,7 +260,7 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
 
     // The addresses are kept in the data dir and survive a restart.
     const file = JSON.parse(await fsp.readFile(path.join(dataDir, AGENT_IPS_FILE), 'utf8')) as { servers: Record<string, string> };
-    expect(file.servers).toEqual({ [a]: ipA, [b]: ipB });
+    expect(file.servers).toEqual({ [a]: ipA, [b]: ipB, [hn.uuid]: ipHn });
     await daemon.stop();
     daemons.splice(daemons.indexOf(daemon), 1);
     daemon = await startDaemon(dataDir, { agentIps: 'loopback' });

@@ -80,12 +80,32 @@ async function startCnapi(
   return cnapi;
 }
 
-/** Register a server as cn-agent does (sysinfo, agents, first beat). */
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** A cn-agent status report (sdc-cnapi lib/models/server.js updateFromStatusUpdate's input) of a 262111 MiB server. */
+function statusSample(vms: Record<string, unknown> = {}) {
+  return {
+    vms,
+    meminfo: { availrmem_bytes: 200_000 * MiB, arcsize_bytes: 42, total_bytes: 262111 * MiB },
+    diskinfo: {
+      kvm_zvol_used_bytes: 0, kvm_zvol_volsize_bytes: 0, kvm_quota_bytes: 0, kvm_quota_used_bytes: 0,
+      zone_quota_bytes: 0, zone_quota_used_bytes: 0, cores_quota_bytes: 0, cores_quota_used_bytes: 0,
+      installed_images_used_bytes: 0, pool_size_bytes: 3770 * GiB, pool_alloc_bytes: 5, system_used_bytes: 7,
+    },
+    boot_time: new Date().toISOString(),
+    timestamp: new Date().toISOString(),
+  };
+}
+
+/** Register a server as cn-agent does (sysinfo, agents, first beat, first status report). */
 async function register(env: Env, uuid = randomUUID(), agents = [{ name: 'cn-agent', version: '2.15.0' }]) {
   await raw(env.client, 'post', `/servers/${uuid}/sysinfo`, { sysinfo: sysinfo(uuid, env.agent) });
   await call(env.client, 'updateServer', uuid, { agents });
   await raw(env.client, 'post', `/servers/${uuid}/events/heartbeat`, {});
   env.beating?.add(uuid);
+  await raw(env.client, 'post', `/servers/${uuid}/events/status`, statusSample());
+  await waitFor(async () => (await call<{ memory_total_bytes?: number }>(env.client, 'getServer', uuid)).memory_total_bytes);
   return uuid;
 }
 
@@ -102,7 +122,7 @@ describe('dev headnode CNAPI', () => {
       type: 'zone-dataset',
       files: [{ compression: 'gzip', sha1: 'x', size: 10 }],
     });
-    env.cnapi = await startCnapi(env.dir, env.peers, { periodMs: 100, lifetimeMs: 400 });
+    env.cnapi = await startCnapi(env.dir, env.peers, { periodMs: 100, lifetimeMs: 2000 });
     env.client = cnapiClient(env.cnapi.url);
     env.beating = new Set();
     env.beater = setInterval(() => {
@@ -153,7 +173,11 @@ describe('dev headnode CNAPI', () => {
       expect((full.sysinfo as { UUID: string }).UUID).toBe(uuid);
       expect(full.agents).toEqual([{ name: 'cn-agent', version: '2.15.0' }]);
       expect(typeof full.last_heartbeat).toBe('string');
+      // DAPI's capacity (sdc-designation calculate-server-unreserved) and its fixed ratios.
       expect(full.unreserved_ram).toBe(Math.floor(262111 * 0.85));
+      expect(full.unreserved_cpu).toBe(3200);
+      expect(full.overprovision_ratios).toEqual({ cpu: 4, ram: 1, disk: 1 });
+      expect(full.score).toBe(0);
       expect(full.memory_provisionable_bytes).toBe(Math.floor(262111 * 1024 * 1024 * 0.85));
     });
 
@@ -209,12 +233,8 @@ describe('dev headnode CNAPI', () => {
         },
       };
       const res = await raw(env.client, 'post', `/servers/${uuid}/events/status`, {
-        vms,
+        ...statusSample(vms),
         zpoolStatus: { zones: { bytes_available: 1, bytes_used: 2 } },
-        meminfo: { availrmem_bytes: 1000, arcsize_bytes: 42, total_bytes: 2000 },
-        diskinfo: { pool_size_bytes: 1099511627776, pool_alloc_bytes: 5, system_used_bytes: 7 },
-        boot_time: new Date().toISOString(),
-        timestamp: new Date().toISOString(),
       });
       expect(res.statusCode).toBe(204);
       const s = await waitFor(async () => {
@@ -223,10 +243,10 @@ describe('dev headnode CNAPI', () => {
       });
       expect(s.vms).toEqual(vms);
       expect(s).toMatchObject({
-        memory_available_bytes: 1000,
+        memory_available_bytes: 200_000 * MiB,
         memory_arc_bytes: 42,
-        memory_total_bytes: 2000,
-        disk_pool_size_bytes: 1099511627776,
+        memory_total_bytes: 262111 * MiB,
+        disk_pool_size_bytes: 3770 * GiB,
         disk_pool_alloc_bytes: 5,
         disk_system_used_bytes: 7,
       });
@@ -265,7 +285,8 @@ describe('dev headnode CNAPI', () => {
       expect((await callError(env.client, 'getServer', uuid)).statusCode).toBe(404);
 
       const notObject = await rawError(env.client, 'post', `/servers/${uuid}/sysinfo`, { sysinfo: 'x' });
-      expect(notObject.statusCode).toBe(422);
+      // CNAPI sends InvalidParameters with status 500 (sdc-cnapi lib/validation/endpoints.js).
+      expect(notObject.statusCode).toBe(500);
       expect(notObject.body?.code).toBe('InvalidParameters');
       expect(notObject.body?.errors?.[0]?.field).toBe('sysinfo');
     });
@@ -281,7 +302,7 @@ describe('dev headnode CNAPI', () => {
 
     it('validates ServerUpdate fields by type and refuses unknown ones', async () => {
       const uuid = await register(env);
-      expect((await callError(env.client, 'updateServer', uuid, { reserved: 'yes' })).statusCode).toBe(422);
+      expect((await callError(env.client, 'updateServer', uuid, { reserved: 'yes' })).statusCode).toBe(500);
       expect((await callError(env.client, 'updateServer', uuid, { color: 'blue' })).statusCode).toBe(409);
       await call(env.client, 'updateServer', uuid, { reserved: true, comments: 'rack 4', traits: { ssd: true } });
       const s = await call<Record<string, unknown>>(env.client, 'getServer', uuid);
@@ -540,7 +561,7 @@ describe('dev headnode CNAPI', () => {
         env.agent.answers.delete('server_update_nics');
       }
       const bad = await rawError(env.client, 'put', `/servers/${server}/nics`, { action: 'paint', nics: [] });
-      expect(bad.statusCode).toBe(422);
+      expect(bad.statusCode).toBe(500);
       expect(bad.body?.errors?.[0]?.field).toBe('action');
     });
 
@@ -581,30 +602,39 @@ describe('dev headnode CNAPI', () => {
   });
 
   describe('allocation', () => {
+    // sdc-cnapi lib/endpoints/allocations.js with sdc-designation's checks and plug-ins.
     it('picks a running server with the nic tags and enough free RAM', async () => {
       const uuid = await register(env);
-      const res = await raw<{ server: { uuid: string; status: string } }>(env.client, 'post', '/allocate', {
-        vm: { ram: 1024, vm_uuid: randomUUID() },
+      const vm = { brand: 'joyent', owner_uuid: randomUUID(), ram: 1024, vm_uuid: randomUUID() };
+      const res = await raw<{ server: { uuid: string; status: string }; steps: { step: string }[] }>(env.client, 'post', '/allocate', {
+        vm,
         image: {},
+        package: {},
         nic_tags: ['external'],
         servers: [uuid],
       });
       expect(res.body.server.uuid).toBe(uuid);
+      expect(res.body.steps[0]!.step).toBe('Received by DAPI');
       const none = await rawError(env.client, 'post', '/allocate', {
-        vm: { ram: 1024 },
+        vm: { ...vm, vm_uuid: randomUUID() },
         image: {},
         nic_tags: ['no-such-tag'],
         servers: [uuid],
       });
       expect(none.statusCode).toBe(409);
-      expect(none.body?.code).toBe('NoAllocatableServersError');
+      expect(none.body).toEqual({
+        code: 'NoAllocatableServersError',
+        message: 'No compute resources available: no servers supporting required NIC Tags',
+      });
       const tooBig = await rawError(env.client, 'post', '/allocate', {
-        vm: { ram: 10_000_000 },
+        vm: { ...vm, ram: 10_000_000, vm_uuid: randomUUID() },
         image: {},
+        package: {},
         nic_tags: ['admin'],
         servers: [uuid],
       });
       expect(tooBig.statusCode).toBe(409);
+      expect(tooBig.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');
     });
   });
 

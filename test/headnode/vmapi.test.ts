@@ -69,6 +69,20 @@ function sysinfo(uuid: string, agent: FakeCnAgent) {
   };
 }
 
+/** A cn-agent status report of an empty 8 GiB server with a 100 GiB pool (sdc-cn-agent lib/.../status). */
+function statusSample() {
+  const GiB = 1024 ** 3;
+  return {
+    vms: {},
+    meminfo: { availrmem_bytes: 7 * GiB, arcsize_bytes: 0, total_bytes: 8 * GiB },
+    diskinfo: {
+      kvm_zvol_used_bytes: 0, kvm_zvol_volsize_bytes: 0, kvm_quota_bytes: 0, kvm_quota_used_bytes: 0,
+      zone_quota_bytes: 0, zone_quota_used_bytes: 0, cores_quota_bytes: 0, cores_quota_used_bytes: 0,
+      installed_images_used_bytes: 0, pool_size_bytes: 100 * GiB, pool_alloc_bytes: GiB, system_used_bytes: GiB,
+    },
+  };
+}
+
 async function startServices(env: Env): Promise<void> {
   const log = createQuietLogger();
   const store = new HeadnodeStore({ dataDir: env.dir, log });
@@ -148,7 +162,13 @@ describe('dev headnode VMAPI', () => {
       env.servers.push(uuid);
       await raw(env.cn, 'post', `/servers/${uuid}/sysinfo`, { sysinfo: sysinfo(uuid, a) });
       await call(env.cn, 'updateServer', uuid, { agents: [{ name: 'cn-agent', version: '2.15.0' }] });
+      // cn-agent's first status report: DAPI places nothing on a server without these figures.
+      await raw(env.cn, 'post', `/servers/${uuid}/events/status`, statusSample());
     }
+    await waitFor(async () => {
+      const list = await call<{ memory_total_bytes?: number }[]>(env.cn, 'listServers', { extras: 'memory' });
+      return list.every((s) => s.memory_total_bytes) || undefined;
+    }, 5000);
     env.beater = setInterval(() => {
       for (const s of env.servers) void raw(env.cn, 'post', `/servers/${s}/events/heartbeat`, {}).catch(() => {});
     }, 200);
@@ -235,10 +255,13 @@ describe('dev headnode VMAPI', () => {
       expect(job.execution).toBe('succeeded');
     });
 
-    it('spreads provisions over the servers with the most free RAM', async () => {
+    // DAPI's soft locality spreads one owner's VMs over the servers (sdc-designation
+    // soft-filter-locality-hints), counting provisions not yet reported (calculate-ticketed-vms).
+    it("spreads an owner's provisions over the servers", async () => {
+      const owner = randomUUID();
       const placed = new Set<string>();
-      for (let i = 0; i < 4; i++) {
-        const { vm_uuid } = await provision(env, { ram: 1024 });
+      for (let i = 0; i < 2; i++) {
+        const { vm_uuid } = await provision(env, { ram: 1024, owner_uuid: owner });
         placed.add((await call<{ server_uuid: string }>(env.vm, 'getVm', { uuid: vm_uuid })).server_uuid);
       }
       expect(placed.size).toBe(2);

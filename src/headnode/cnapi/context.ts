@@ -16,6 +16,8 @@ import type { Params } from '../http.js';
 import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
 import type { PendingAllocations } from './allocate.js';
+import type { Allocator } from './dapi/allocator.js';
+import type { Waitlist } from './waitlist.js';
 
 export interface CnapiContext {
   log: Logger;
@@ -25,6 +27,16 @@ export interface CnapiContext {
   tasks: TaskRegistry;
   dispatcher: CnAgentDispatcher;
   allocations: PendingAllocations;
+  /** Waitlist tickets (`/servers/:uuid/tickets`, `/tickets/:uuid`). */
+  waitlist: Waitlist;
+  /** Persist the waitlist before answering. */
+  saveWaitlist(): Promise<void>;
+  /** DAPI, as CNAPI configures it. */
+  allocator: Allocator;
+  /** When this CNAPI started (`/diagnostics` start_timestamp). */
+  startTimestamp: string;
+  /** The headnode's platform: the `default` server record boots it. */
+  liveImage: string;
   peers: { napi: string; imgapi: string; vmapi?: string };
   /** Persist server records: `durable` waits until they are on disk. */
   saveServers(durable: boolean): Promise<void>;

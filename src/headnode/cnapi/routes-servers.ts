@@ -8,14 +8,8 @@ import type { Sysinfo } from '../../common/sysinfo.js';
 import { isUuid } from '../../common/uuid.js';
 import { requireServer, runTaskSync, type CnapiContext } from './context.js';
 import { noContent, ok, params, route, type RestifyServer } from '../http.js';
-import {
-  EXTRAS_ALL,
-  fieldsFromStatus,
-  renderServer,
-  serverCapacity,
-  type Extras,
-  type ServerRecord,
-} from './servers.js';
+import type { DapiServer } from './dapi/algorithms.js';
+import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras, type ServerRecord } from './servers.js';
 import { ensureParamsValid, invalidParameters, type Rules } from './validate.js';
 
 const LIST_MIN_LIMIT = 1;
@@ -79,8 +73,13 @@ const UPDATE_ATTRS: [string, 'string' | 'boolean' | 'number' | 'raw'][] = [
   ['transitional_status', 'string'],
 ];
 
-function withCapacity(ctx: CnapiContext, rec: ServerRecord, rendered: Record<string, unknown>): Record<string, unknown> {
-  return Object.assign(rendered, serverCapacity(rec, ctx.allocations.pendingRam(rec)));
+/**
+ * Designation.serverCapacity on rendered servers, as CNAPI runs it for ServerGet and
+ * extras=capacity: every server gets `score: 0`; those DAPI counts (setup, running, valid)
+ * also get DAPI's `overprovision_ratios`, `unreserved_{cpu,ram,disk}` and the VMs it counted.
+ */
+function withCapacity(ctx: CnapiContext, rendered: Record<string, unknown>[]): void {
+  ctx.allocator.serverCapacity(rendered as DapiServer[]);
 }
 
 export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): void {
@@ -133,11 +132,15 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
       const result = records.map((rec) => {
         const s = renderServer(rec, extras, ctx.heartbeats.lastHeartbeat(rec.uuid));
         if (!extras.all && !extras.sysinfo) delete s.sysinfo;
-        if (extras.capacity || extras.all) withCapacity(ctx, rec, s);
-        if (dropVms) delete s.vms;
-        if (dropSysinfo) delete s.sysinfo;
         return s;
       });
+      if (extras.capacity || extras.all) {
+        withCapacity(ctx, result);
+        for (const s of result) {
+          if (dropVms) delete s.vms;
+          if (dropSysinfo) delete s.sysinfo;
+        }
+      }
       if (typeof p.fields !== 'string') return ok(result);
       const wanted = p.fields.split(',');
       return ok(
@@ -157,7 +160,8 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
       const rec = requireServer(ctx, p.server_uuid);
       ensureParamsValid(p, { server_uuid: { type: 'string' } }, { strict: true });
       const s = renderServer(rec, EXTRAS_ALL, ctx.heartbeats.lastHeartbeat(rec.uuid));
-      return ok(withCapacity(ctx, rec, s));
+      withCapacity(ctx, [s]);
+      return ok(s);
     }),
   );
 
@@ -166,6 +170,11 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
     route(log, async (req) => {
       const p0 = params(req);
       const rec = requireServer(ctx, p0.server_uuid);
+      if (rec.uuid === 'default') {
+        // CNAPI asserts a UUID here, and its process dies on the assertion (restify runs
+        // without an uncaught-exception handler); the dev CNAPI answers with the assertion.
+        throw new MockcloudError('InternalError', 'req.params.server_uuid (uuid) is required');
+      }
       const p = ensureParamsValid(p0, UPDATE_RULES, { strict: true });
       if (p.overprovision_ratios !== undefined) {
         for (const [k, v] of Object.entries(p.overprovision_ratios as Record<string, unknown>)) {

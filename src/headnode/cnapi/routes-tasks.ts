@@ -1,14 +1,12 @@
 /**
  * CNAPI's server-level task routes (ensure-image, agents, reboot, sysinfo-refresh, nop,
  * execute, NIC updates, cn-agent history/pause/resume), the task records (`/tasks/:id`,
- * `/tasks/:id/wait`), allocation and ping (sdc-cnapi lib/endpoints/{servers,nics,tasks,
- * allocations,index}.js).
+ * `/tasks/:id/wait`) and ping (sdc-cnapi lib/endpoints/{servers,nics,tasks,index}.js).
  */
 import { randomUUID } from 'node:crypto';
 import { MockcloudError } from '../../common/errors.js';
 import { HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
-import { allocate } from './allocate.js';
 import {
   cnAgentOf,
   requireRunning,
@@ -267,11 +265,6 @@ export function mountTaskRoutes(server: RestifyServer, ctx: CnapiContext): void 
       if (!rec) throw new MockcloudError('ResourceNotFound', 'no such task found');
       return ok(rec);
     }),
-  );
-
-  server.post(
-    { path: '/allocate', name: 'SelectServer' },
-    route(log, async (req) => ok(allocate(ctx.servers, ctx.allocations, params(req), (u) => ctx.heartbeats.lastHeartbeat(u)))),
   );
 
   server.get(

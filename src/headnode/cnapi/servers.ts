@@ -107,9 +107,12 @@ export class ServerNotFound extends Error {}
 export class ServerRegistry {
   private readonly servers = new Map<string, ServerRecord>();
   private readonly datacenter: string;
+  /** The `rabbitmq` boot argument CNAPI gives every server (`user:password:host:port`). */
+  readonly rabbitmq: string;
 
-  constructor(opts: { datacenter: string }) {
+  constructor(opts: { datacenter: string; rabbitmq?: string }) {
     this.datacenter = opts.datacenter;
+    this.rabbitmq = opts.rabbitmq ?? 'guest:guest:127.0.0.1:5672';
   }
 
   get size(): number {
@@ -144,8 +147,55 @@ export class ServerRegistry {
     }
   }
 
-  /** A fresh record, as `ModelServer.initialValues` builds it. */
+  /**
+   * The `default` server record (ModelServer.setDefaultServer): the boot parameters, platform
+   * and console new servers start with. CNAPI creates it at its first start.
+   */
+  ensureDefault(liveImage: string): ServerRecord {
+    let d = this.servers.get('default');
+    if (!d) {
+      d = {
+        uuid: 'default',
+        default_console: 'serial',
+        serial: 'ttyb',
+        boot_params: {},
+        kernel_flags: {},
+        boot_modules: [],
+        boot_platform: liveImage,
+      };
+      this.servers.set('default', d);
+    }
+    return d;
+  }
+
+  /** `PUT /boot/default`: the default record is replaced whole. */
+  replaceDefault(values: Record<string, unknown>): void {
+    const d: ServerRecord = { uuid: 'default' };
+    for (const [k, v] of Object.entries(values)) if (v !== undefined && k !== 'uuid') d[k] = structuredClone(v);
+    this.servers.set('default', d);
+  }
+
+  /**
+   * The default boot parameters (ModelServer.getBootParamsDefault): the default record's, with
+   * CNAPI's `rabbitmq` first and `smt_enabled` (SAPI's default, true) unless set.
+   */
+  defaultBootParams(): { platform: unknown; kernel_args: Record<string, unknown>; kernel_flags: Record<string, unknown>; boot_modules: unknown; default_console: unknown; serial: unknown } {
+    const d: Record<string, unknown> = this.servers.get('default') ?? {};
+    const kernelArgs: Record<string, unknown> = { rabbitmq: this.rabbitmq, ...((d.boot_params ?? {}) as Record<string, unknown>) };
+    if (!Object.prototype.hasOwnProperty.call(kernelArgs, 'smt_enabled')) kernelArgs.smt_enabled = true;
+    return {
+      platform: d.boot_platform,
+      kernel_args: kernelArgs,
+      kernel_flags: { ...((d.kernel_flags ?? {}) as Record<string, unknown>) },
+      boot_modules: d.boot_modules,
+      default_console: d.default_console,
+      serial: d.serial,
+    };
+  }
+
+  /** A fresh record, as `ModelServer.initialValues` builds it: the default boot parameters and CNAPI's defaults. */
   initialValues(uuid: string): ServerRecord {
+    const boot = this.servers.has('default') ? this.defaultBootParams() : undefined;
     return {
       uuid,
       agents: [],
@@ -159,11 +209,11 @@ export class ServerRegistry {
       sysinfo: {},
       traits: {},
       vms: {},
-      boot_params: {},
-      boot_platform: 'latest',
-      default_console: 'serial',
-      kernel_flags: {},
-      serial: 'ttyb',
+      boot_params: boot?.kernel_args ?? {},
+      boot_platform: boot ? boot.platform : 'latest',
+      default_console: (boot?.default_console as string | undefined) || 'serial',
+      kernel_flags: boot?.kernel_flags ?? {},
+      serial: (boot?.serial as string | undefined) || 'ttyb',
       created: new Date().toISOString(),
     };
   }
@@ -312,34 +362,6 @@ export function renderServer(
   delete s.overprovision_ratios;
   if (s.status === 'unknown' && s.transitional_status) s.status = s.transitional_status;
   return s;
-}
-
-/**
- * Designation's serverCapacity, simplified: what is left of RAM (after the reservation
- * ratio), CPU (cores x 100 against cpu_cap) and disk (zpool against quotas), in the units
- * DAPI reports (MiB for RAM and disk, percent-of-a-core for CPU). VMs come from the
- * status reports (`server.vms`) plus allocations not yet reported.
- */
-export function serverCapacity(
-  record: ServerRecord,
-  pendingRamMiB = 0,
-): { unreserved_ram: number; unreserved_cpu: number; unreserved_disk: number } {
-  const si = (record.sysinfo ?? {}) as Partial<Sysinfo>;
-  const ram = Number(record.ram ?? si['MiB of Memory'] ?? 0) || 0;
-  const ratio = Number(record.reservation_ratio ?? 0.15) || 0;
-  const vms = Object.values((record.vms ?? {}) as Record<string, Record<string, unknown>>).filter(
-    (vm) => vm && vm.state !== 'destroyed' && vm.state !== 'failed',
-  );
-  const usedRam = vms.reduce((s, vm) => s + (Number(vm.max_physical_memory) || 0), 0);
-  const usedCpu = vms.reduce((s, vm) => s + (Number(vm.cpu_cap) || 0), 0);
-  const usedDisk = vms.reduce((s, vm) => s + (Number(vm.quota) || 0) * 1024, 0);
-  const cores = Number(si['CPU Total Cores'] ?? 0) || 0;
-  const poolMiB = (Number(si['Zpool Size in GiB'] ?? 0) || 0) * 1024;
-  return {
-    unreserved_ram: Math.floor(ram * (1 - ratio) - usedRam - pendingRamMiB),
-    unreserved_cpu: Math.floor(cores * 100 - usedCpu),
-    unreserved_disk: Math.floor(poolMiB - usedDisk),
-  };
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {

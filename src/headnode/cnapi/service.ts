@@ -6,13 +6,21 @@
 import type { Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
-import { PendingAllocations } from './allocate.js';
+import { DEFAULT_PLATFORM } from '../../common/triton-defaults.js';
+import { newAllocator, PendingAllocations } from './allocate.js';
+import type { Allocator } from './dapi/allocator.js';
 import type { CnapiContext } from './context.js';
 import { CnAgentDispatcher } from './dispatch.js';
 import { HeartbeatReconciler } from './heartbeats.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import { mountDockerRoutes } from './routes-docker.js';
+import { mountAllocationRoutes } from './routes-allocation.js';
+import { mountBootRoutes } from './routes-boot.js';
+import { mountMiscRoutes } from './routes-misc.js';
 import { mountServerRoutes } from './routes-servers.js';
+import { mountSetupRoutes } from './routes-setup.js';
+import { mountWaitlistRoutes } from './routes-waitlist.js';
+import { Waitlist } from './waitlist.js';
 import { mountTaskRoutes } from './routes-tasks.js';
 import { mountImageRoutes } from './routes-images.js';
 import { mountMigrateRoutes } from './routes-migrate.js';
@@ -34,6 +42,8 @@ export interface CnapiServiceOptions {
   datacenter?: string;
   /** Test knobs; the defaults are CNAPI's 5 s and 11 s. */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** The headnode's platform (the `default` server record's boot platform). */
+  platform?: string;
 }
 
 /** How long a registered NIC tag is trusted to exist before NAPI is asked again. */
@@ -47,8 +57,12 @@ export class CnapiService {
   private readonly heartbeats: HeartbeatReconciler;
   private readonly dispatcher: CnAgentDispatcher;
   private readonly allocations = new PendingAllocations();
+  private readonly allocator: Allocator = newAllocator();
+  private readonly liveImage: string;
   private readonly serverDoc: StateDocument;
   private readonly taskDoc: StateDocument;
+  private readonly waitlistDoc: StateDocument;
+  private readonly waitlist: Waitlist;
   private readonly peers: { napi: string; imgapi: string; vmapi?: string };
   /** tag -> when NAPI last confirmed it, or the creation in flight. */
   private readonly nicTags = new Map<string, number | Promise<void>>();
@@ -62,6 +76,7 @@ export class CnapiService {
     this.peers = { napi: trimSlash(opts.napiUrl), imgapi: trimSlash(opts.imgapiUrl) };
     if (opts.vmapiUrl) this.peers.vmapi = trimSlash(opts.vmapiUrl);
     this.servers = new ServerRegistry({ datacenter: opts.datacenter ?? 'coal' });
+    this.liveImage = opts.platform ?? DEFAULT_PLATFORM;
     // Server records change on every status sample; unacknowledged changes are saved
     // within a second, acknowledged ones (registration, ServerUpdate) before the answer.
     this.serverDoc = opts.store.document('cnapi-servers', () => ({ servers: this.servers.snapshot() }), {
@@ -71,6 +86,8 @@ export class CnapiService {
     // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
     // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
     this.taskDoc = opts.store.document('cnapi-tasks', () => ({ tasks: this.tasks.snapshot() }), { lazyDelayMs: 1000 });
+    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon() });
+    this.waitlistDoc = opts.store.document('cnapi-waitlist', () => ({ tickets: this.waitlist.snapshot() }));
     this.heartbeats = new HeartbeatReconciler({
       servers: this.servers,
       log: this.log,
@@ -106,8 +123,12 @@ export class CnapiService {
   async start(opts: { host: string; port: number }): Promise<void> {
     const sdoc = (await this.serverDoc.load()) as { servers?: unknown } | undefined;
     this.servers.restore(sdoc?.servers);
+    // CNAPI's first start stores the `default` server record (moray.js initializeBuckets).
+    this.servers.ensureDefault(this.liveImage);
     const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;
     this.tasks.restore(tdoc?.tasks);
+    const wdoc = (await this.waitlistDoc.load()) as { tickets?: unknown } | undefined;
+    this.waitlist.restore(wdoc?.tickets);
 
     const server = createServer({ name: 'cnapi', log: this.log });
     const ctx: CnapiContext = {
@@ -118,6 +139,11 @@ export class CnapiService {
       tasks: this.tasks,
       dispatcher: this.dispatcher,
       allocations: this.allocations,
+      allocator: this.allocator,
+      waitlist: this.waitlist,
+      saveWaitlist: () => this.waitlistDoc.save(),
+      startTimestamp: new Date().toISOString(),
+      liveImage: this.liveImage,
       peers: this.peers,
       saveServers: (durable) => {
         if (durable) return this.serverDoc.save();
@@ -126,23 +152,33 @@ export class CnapiService {
       },
       updateFromSysinfo: (sysinfo) => this.updateFromSysinfo(sysinfo),
     };
+    mountMiscRoutes(server, ctx);
+    mountBootRoutes(server, ctx);
     mountServerRoutes(server, ctx);
+    mountSetupRoutes(server, ctx);
     mountVmRoutes(server, ctx);
     mountTaskRoutes(server, ctx);
     mountZfsRoutes(server, ctx);
     mountDockerRoutes(server, ctx);
     mountImageRoutes(server, ctx);
     mountMigrateRoutes(server, ctx);
+    mountAllocationRoutes(server, ctx);
+    mountWaitlistRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.heartbeats.start();
-    this.cleanupTimer = setInterval(() => this.tasks.cleanup(), 3600 * 1000);
+    this.waitlist.start();
+    this.cleanupTimer = setInterval(() => {
+      this.tasks.cleanup();
+      this.waitlist.cleanup();
+    }, 3600 * 1000);
     this.cleanupTimer.unref();
     this.log.info({ url: this._url, servers: this.servers.size }, 'CNAPI listening');
   }
 
   async stop(): Promise<void> {
     this.heartbeats.stop();
+    this.waitlist.stop();
     if (this.cleanupTimer) clearInterval(this.cleanupTimer);
     this.cleanupTimer = undefined;
     this.tasks.releaseWaiters();
@@ -152,6 +188,7 @@ export class CnapiService {
     await Promise.all([
       this.serverDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving servers failed')),
       this.taskDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving tasks failed')),
+      this.waitlistDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving the waitlist failed')),
     ]);
   }
 

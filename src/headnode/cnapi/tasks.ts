@@ -32,6 +32,8 @@ export const TASK_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
 export const TASK_WAIT_DEFAULT_S = 3600;
 
 interface Waiter {
+  /** A number unique among this registry's waiters (`/diagnostics` lists them). */
+  id: number;
   resolve: (t: TaskRecord | undefined) => void;
   timer: NodeJS.Timeout;
 }
@@ -46,6 +48,7 @@ export interface TaskRegistryOptions {
 export class TaskRegistry {
   private readonly records = new Map<string, TaskRecord>();
   private readonly waiters = new Map<string, Set<Waiter>>();
+  private nextWaiterId = 1;
   private readonly maxRecords: number;
   private readonly onChange: (() => void) | undefined;
   stats = { active: 0, complete: 0, failure: 0 };
@@ -109,6 +112,7 @@ export class TaskRegistry {
       let set = this.waiters.get(id);
       if (!set) this.waiters.set(id, (set = new Set()));
       const waiter: Waiter = {
+        id: this.nextWaiterId++,
         resolve,
         timer: setTimeout(() => {
           set!.delete(waiter);
@@ -118,6 +122,13 @@ export class TaskRegistry {
       };
       set.add(waiter);
     });
+  }
+
+  /** CNAPI's `taskCallbacks` as `/diagnostics` shows them: task id to its waiters' ids. */
+  waitersByTask(): Record<string, { id: number }[]> {
+    const out: Record<string, { id: number }[]> = {};
+    for (const [id, set] of this.waiters) out[id] = [...set].map((w) => ({ id: w.id }));
+    return out;
   }
 
   /** Release every waiter with the current state (shutdown). */

@@ -2,10 +2,7 @@
  * CNAPI's `ensureParamsValid` (sdc-cnapi lib/validation/endpoints.js), rule for rule:
  * with `strict`, any parameter the rules do not name is refused with
  * `409 InvalidArgument "<p> is not an explicitly defined parameter"`; type failures give an
- * `InvalidParameters` body listing the fields.
- *
- * One deliberate difference: CNAPI sends the InvalidParameters body with status 500; here it
- * is a 422, because bad input is the caller's fault and mockcloud answers 4xx for it.
+ * `InvalidParameters` body listing the fields, with the status CNAPI sends it with: 500.
  */
 import { MockcloudError, type FieldError } from '../../common/errors.js';
 import type { Params } from '../http.js';
@@ -73,10 +70,9 @@ export function ensureParamsValid(p: Params, rules: Rules, opts: { strict?: bool
   const errs: FieldError[] = [];
   for (const [name, rule] of Object.entries(rules)) {
     const value = out[name];
-    if (value === undefined) {
-      if (!rule.optional) errs.push({ field: name, code: 'Invalid', message: `Invalid value for param '${name}'` });
-      continue;
-    }
+    // A missing required parameter fails its checks as `undefined` does (CNAPI's validator
+    // runs them on it), e.g. "value is not an object. (was: [object Undefined])".
+    if (value === undefined && rule.optional) continue;
     const msg =
       (rule.type && TYPE_CHECKS[rule.type](value)) ||
       (rule.regex && !rule.regex.test(String(value)) ? `Invalid value for param '${name}'` : undefined) ||
@@ -91,9 +87,20 @@ export function ensureParamsValid(p: Params, rules: Rules, opts: { strict?: bool
   return out;
 }
 
-/** CNAPI's `formatValidationErrors` body. */
+/**
+ * CNAPI's `formatValidationErrors` body, sent with status 500 as CNAPI sends it (consumers and
+ * sdc-cnapi's own tests expect that status; the code says what went wrong).
+ */
 export function invalidParameters(errs: FieldError[]): MockcloudError {
-  return new MockcloudError('InvalidParameters', 'Request parameters failed validation', { errors: errs });
+  return new MockcloudError('InternalError', 'Request parameters failed validation', {
+    restCode: 'InvalidParameters',
+    errors: errs,
+  });
+}
+
+/** CNAPI's `invalid(param, msg)`: one field's InvalidParameters error. */
+export function invalidParam(field: string, message: string): MockcloudError {
+  return invalidParameters([{ field, code: 'Invalid', message }]);
 }
 
 /** `true`/`"true"` as CNAPI's boolean-ish query parameters accept them. */
