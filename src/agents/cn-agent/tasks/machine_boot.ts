@@ -1,6 +1,13 @@
+/**
+ * machine_boot (sdc-cn-agent lib/backends/smartos/tasks/machine_boot.js): `update` first,
+ * then `vmadm start`. Starting a running VM is no error on a real CN (vmadm exits 0), so
+ * the task answers `{vm}` with or without `idempotent`; the task keeps the real one's
+ * idempotent path for a start that fails with EALREADYRUNNING.
+ */
 import { defineTask } from '../types.js';
 import { validatePower, type PowerParams } from './power-params.js';
 import { isAlreadyRunning, loadVm, vmadmCall, vmadmError } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineBoot = defineTask<PowerParams>({
   name: 'machine_boot',
@@ -12,10 +19,10 @@ export const machineBoot = defineTask<PowerParams>({
     const vms = ctx.cn.vms;
     if (p.update) {
       ctx.log.info('Updating vm before starting');
-      await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }));
+      await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }, { log: ctx.log }));
     }
     try {
-      await vms.start(p.uuid);
+      await viaVmadm(ctx.log, { args: ['start', p.uuid] }, () => vms.start(p.uuid));
     } catch (err) {
       if (!(p.idempotent && isAlreadyRunning(err))) throw vmadmError('vmadm.start', err);
       ctx.log.warn({ err }, 'ignoring vmadm.start() failure, idempotent flag set');

@@ -1,10 +1,13 @@
 /**
  * machine_create: the stepped task, with the real event sequence (`start:pre_check` …
- * `end:create_machine` and progress 20/30/50/60/100). The payload is create-payload.ts's.
+ * `end:create_machine` and progress 20/30/50/60/100). Like the real task
+ * (sdc-cn-agent lib/backends/smartos/tasks/machine_create.js), the params go to vmadm
+ * create as they are: vmadm keeps every property the brand takes (docker's `docker`,
+ * `filesystems` and internal_metadata included) and removes the rest with a warning in
+ * the task log.
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { mapCreatePayload } from './create-payload.js';
 import { markImageInstalled } from './installed-images.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
 import { messageOf, restCodeOf } from './vm-common.js';
@@ -60,15 +63,15 @@ export const machineCreate = defineTask<CreateParams>({
         if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
         ctx.log.info('Dataset exists, not fetching');
       });
-      const payload = await ctx.step('build_payload', 'Building VM payload', 60, async () => {
-        const ignored: string[] = [];
-        const built = mapCreatePayload(ctx.rawParams, p.brand, ignored);
-        if (ignored.length > 0) ctx.log.warn({ ignored }, 'Warning: ignored some unrecognized payload properties');
-        ctx.log.info({ payload: built }, 'Built payload');
-        return built;
+      await ctx.step('add_firewall_rules', 'Adding firewall rules', 60, async () => {
+        const rules = ctx.rawParams.firewall_rules;
+        if (!Array.isArray(rules)) ctx.log.info('No firewall_rules property in params: not adding');
+        else if (rules.length === 0) ctx.log.info('No firewall rules to add in params');
+        // A mock CN runs no firewaller: the rules are not applied (docs/differences.md).
+        else ctx.log.info({ rules: rules.length }, 'firewall rules not applied: a mock CN has no firewaller');
       });
       const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
-        vms.create(payload as Parameters<typeof vms.create>[0]),
+        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }),
       );
       return { vm: await loadAfter(ctx, vm) };
     } catch (err) {

@@ -1,6 +1,12 @@
+/**
+ * machine_create_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_create_snapshot.js):
+ * `vmadm create-snapshot <uuid> <name>` through node-vmadm, then `{vm}`; a failure is
+ * node-vmadm's `vmadm exited with code: 1 signal: null` (vmadm's reason in the task log).
+ */
 import { defineTask } from '../types.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineCreateSnapshot = defineTask<SnapshotParams>({
   name: 'machine_create_snapshot',
@@ -9,7 +15,9 @@ export const machineCreateSnapshot = defineTask<SnapshotParams>({
   validate: validateSnapshot,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    await vmadmCall('vmadm.create_snapshot', () => ctx.cn.vms.createSnapshot(p.uuid, p.name));
+    await vmadmCall('vmadm.create_snapshot', () =>
+      viaVmadm(ctx.log, { args: ['create-snapshot', p.uuid, p.name] }, () => ctx.cn.vms.createSnapshot(p.uuid, p.name)),
+    );
     return { vm: await loadVm(ctx, p.uuid) };
   },
 });

@@ -1,6 +1,14 @@
+/**
+ * machine_delete_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_delete_snapshot.js):
+ * `vmadm delete-snapshot <uuid> <name>`, then `{vm}`. The real task lets an error whose
+ * message matches "No snapshot named" pass, but node-vmadm on SmartOS reports every
+ * failure as `vmadm exited with code: 1 signal: null` (vmadm's "No snapshot named ..." is
+ * on stderr), so deleting a snapshot that does not exist fails on a real CN, and here.
+ */
 import { defineTask } from '../types.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, messageOf, vmadmError } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineDeleteSnapshot = defineTask<SnapshotParams>({
   name: 'machine_delete_snapshot',
@@ -10,7 +18,7 @@ export const machineDeleteSnapshot = defineTask<SnapshotParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.deleteSnapshot(p.uuid, p.name);
+      await viaVmadm(ctx.log, { args: ['delete-snapshot', p.uuid, p.name] }, () => ctx.cn.vms.deleteSnapshot(p.uuid, p.name));
     } catch (err) {
       if (!/No snapshot named/.test(messageOf(err))) throw vmadmError('vmadm.delete_snapshot', err);
       ctx.log.info('snapshot %s of %s does not exist: nothing to delete', p.name, p.uuid);

@@ -1,6 +1,13 @@
+/**
+ * machine_rollback_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_rollback_snapshot.js):
+ * `vmadm rollback-snapshot <uuid> <name>`, which halts the VM, rolls back and starts it
+ * again (always: VMAPI's rollback workflow stops the VM first and relies on this), then
+ * `{vm}`. A missing snapshot fails with node-vmadm's `vmadm exited with code: 1 signal: null`.
+ */
 import { defineTask } from '../types.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineRollbackSnapshot = defineTask<SnapshotParams>({
   name: 'machine_rollback_snapshot',
@@ -9,7 +16,9 @@ export const machineRollbackSnapshot = defineTask<SnapshotParams>({
   validate: validateSnapshot,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    await vmadmCall('vmadm.rollback_snapshot', () => ctx.cn.vms.rollbackSnapshot(p.uuid, p.name));
+    await vmadmCall('vmadm.rollback_snapshot', () =>
+      viaVmadm(ctx.log, { args: ['rollback-snapshot', p.uuid, p.name] }, () => ctx.cn.vms.rollbackSnapshot(p.uuid, p.name)),
+    );
     return { vm: await loadVm(ctx, p.uuid) };
   },
 });

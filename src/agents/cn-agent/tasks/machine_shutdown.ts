@@ -1,6 +1,13 @@
+/**
+ * machine_shutdown (sdc-cn-agent lib/backends/smartos/tasks/machine_shutdown.js):
+ * `vmadm stop [-F] [-t timeout]`. Stopping a VM that is not running is no error on a real
+ * CN (vmadm exits 0; a plain stop still sets autoboot=false), so the task answers `{vm}`
+ * with or without `idempotent`; the real one's idempotent path stays for ENOTRUNNING/ESRCH.
+ */
 import { defineTask } from '../types.js';
 import { validatePower, type PowerParams } from './power-params.js';
 import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineShutdown = defineTask<PowerParams>({
   name: 'machine_shutdown',
@@ -10,7 +17,10 @@ export const machineShutdown = defineTask<PowerParams>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     try {
-      await ctx.cn.vms.stop(p.uuid, { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) });
+      const args = ['stop', p.uuid, ...(p.force ? ['-F'] : []), ...(p.timeout ? ['-t', String(p.timeout)] : [])];
+      await viaVmadm(ctx.log, { args }, () =>
+        ctx.cn.vms.stop(p.uuid, { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) }),
+      );
     } catch (err) {
       if (!(p.idempotent && isNotRunning(err))) throw vmadmError('vmadm.stop', err);
       ctx.log.warn({ err }, 'ignoring vmadm.stop() failure, idempotent flag set');
