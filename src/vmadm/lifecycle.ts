@@ -65,10 +65,14 @@ export const haltStep: Step = (vm, now) => {
   halted(vm, now, 0);
 };
 
-export function checkRebootable(vm: Stored): void {
-  if (vm.state !== 'running') {
-    throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running".`);
-  }
+/**
+ * `vmadm reboot` (VM.js reboot): a running VM goes down and up; a stopped docker container
+ * is simply started; any other state is refused with VM.js's message.
+ */
+export function rebootPlan(vm: Stored): Step[] {
+  if (vm.state === 'running') return rebootSteps;
+  if (vm.docker === true && vm.state === 'stopped') return [bootStep];
+  throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running"`);
 }
 
 /** shutting_down → stopped → running, like a zone reboot seen through vminfod. */

@@ -28,12 +28,11 @@ import {
   bootStep,
   checkDeletable,
   checkKillable,
-  checkRebootable,
   checkReprovisionable,
   haltStep,
   killSteps,
   parseSignal,
-  rebootSteps,
+  rebootPlan,
   reprovisionSteps,
   startSteps,
   stopSteps,
@@ -244,10 +243,7 @@ export class FileVmStore implements VmStore {
   }
 
   reboot(uuid: string, _opts?: StopOptions): Promise<Vm> {
-    return this.steps(uuid, (vm) => {
-      checkRebootable(vm);
-      return rebootSteps;
-    });
+    return this.steps(uuid, rebootPlan);
   }
 
   async kill(uuid: string, opts?: { signal?: string }): Promise<Vm> {

@@ -87,7 +87,16 @@ describe('reboot', () => {
     expect(out.boot_timestamp).not.toBe(vm.boot_timestamp);
     expect(rec.events[1]!.vm.pid).toBeUndefined();
     await fx.store.stop(vm.uuid);
-    await expect(fx.store.reboot(vm.uuid)).rejects.toMatchObject({ code: 'Conflict' });
+    await expect(fx.store.reboot(vm.uuid)).rejects.toMatchObject({
+      code: 'Conflict',
+      message: 'Cannot reboot vm from state "stopped", must be "running"',
+    });
+  });
+
+  it('a stopped docker container is started by a reboot (VM.js reboot)', async () => {
+    const d = await fx.store.create(osPayload({ docker: true, autoboot: false }));
+    const out = await fx.store.reboot(d.uuid);
+    expect(out).toMatchObject({ state: 'running', autoboot: true });
   });
 });
 
