@@ -12,9 +12,9 @@ import { applyDockerDefaults } from './docker.js';
 import { createFilesystems, createPciDevices } from './filesystems.js';
 import { memoryControls, resolveMemory, type MemoryFields } from './memory.js';
 import { createNics } from './nics.js';
-import { dropTransportKeys, pruneForBrand } from './payload.js';
+import { copyWithoutTransportKeys, pruneForBrand } from './payload.js';
 import { ALL_BRANDS, BRAND_FEATURES, HVM_BRANDS, PAYLOAD_ONLY, PROPERTIES, brandTakes } from './properties.js';
-import { checkValue, isPlainObject, jsonClone } from './validate.js';
+import { checkValue, isPlainObject } from './validate.js';
 
 const HVM_LIMIT_PRIV = 'default,-file_link_any,-net_access,-proc_fork,-proc_info,-proc_session';
 /** vmadm's owner and billing id when the payload has none ("can be treated as admin"). */
@@ -58,8 +58,7 @@ function translateDeprecated(p: Record<string, unknown>, brand: string): void {
 
 export function buildNewVm(payload: unknown, ctx: CreateContext): BuiltVm {
   if (!isPlainObject(payload)) throw invalidValue('payload', 'the create payload must be an object');
-  const p = jsonClone(payload);
-  dropTransportKeys(p, 'create');
+  const p = copyWithoutTransportKeys(payload, 'create');
   // cn-agent's dummy-era machine_create sends `{}` for "no NICs" / "no disks".
   if (isEmptyObject(p.nics)) p.nics = [];
   if (isEmptyObject(p.disks)) p.disks = [];

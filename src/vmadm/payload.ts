@@ -7,7 +7,7 @@
  * keys that stay fail the request.
  */
 import { ELEMENT_SUBPROPS, PROPERTIES, brandTakes } from './properties.js';
-import { isPlainObject } from './validate.js';
+import { isPlainObject, jsonClone } from './validate.js';
 
 export type PayloadAction = 'create' | 'update';
 
@@ -17,8 +17,14 @@ const TRANSPORT_KEYS: Readonly<Record<PayloadAction, readonly string[]>> = {
   update: ['log', 'req_id', 'vmadmLogger', 'include_dni'],
 };
 
-export function dropTransportKeys(payload: Record<string, unknown>, action: PayloadAction): void {
-  for (const k of TRANSPORT_KEYS[action]) delete payload[k];
+/**
+ * A deep copy of the payload without node-vmadm's options (dropped before copying: a
+ * `log` may be a logger that JSON cannot copy).
+ */
+export function copyWithoutTransportKeys(payload: Record<string, unknown>, action: PayloadAction): Record<string, unknown> {
+  const shallow = { ...payload };
+  for (const k of TRANSPORT_KEYS[action]) delete shallow[k];
+  return jsonClone(shallow);
 }
 
 /**

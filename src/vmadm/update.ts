@@ -14,10 +14,10 @@ import { applyFilesystemUpdate, applyPciDeviceUpdate } from './filesystems.js';
 import { memoryControls, resolveMemory } from './memory.js';
 import { pickMemory } from './create.js';
 import { applyNicUpdate } from './nics.js';
-import { dropTransportKeys, pruneForBrand } from './payload.js';
+import { copyWithoutTransportKeys, pruneForBrand } from './payload.js';
 import { BRAND_FEATURES, PROPERTIES } from './properties.js';
 import type { Vm, VmNic, VmUpdatePayload } from './types.js';
-import { checkValue, isPlainObject, jsonClone } from './validate.js';
+import { checkValue, isPlainObject } from './validate.js';
 
 const MEMORY_KEYS = ['ram', 'max_physical_memory', 'max_locked_memory', 'max_swap'];
 const MAPS = ['customer_metadata', 'internal_metadata', 'tags', 'routes'] as const;
@@ -43,8 +43,7 @@ export interface UpdateResult {
 export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePayload, _ctx: UpdateContext): UpdateResult {
   if (!isPlainObject(payload)) throw invalidValue('payload', 'the update payload must be an object');
   const brand = String(stored.brand);
-  const p = jsonClone(payload);
-  dropTransportKeys(p, 'update');
+  const p = copyWithoutTransportKeys(payload, 'update');
   applyDockerDefaults(p, brand, String(stored.uuid), stored);
   const dropped = pruneForBrand(brand, 'update', p);
 
