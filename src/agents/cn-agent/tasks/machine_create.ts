@@ -1,6 +1,7 @@
 /**
  * machine_create: the stepped task, with the real event sequence (`start:pre_check` …
- * `end:create_machine` and progress 20/30/50/60/100). Like the real task
+ * `end:create_machine` and progress 20/30/50/60/100; fetch_dataset only for an image the
+ * CN does not have yet). Like the real task
  * (sdc-cn-agent lib/backends/smartos/tasks/machine_create.js), the params go to vmadm
  * create as they are: vmadm keeps every property the brand takes (docker's `docker`,
  * `filesystems` and internal_metadata included) and removes the rest with a warning in
@@ -8,7 +9,7 @@
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { markImageInstalled } from './installed-images.js';
+import { isImageInstalled, markImageInstalled } from './installed-images.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
 import { messageOf, restCodeOf } from './vm-common.js';
 
@@ -52,17 +53,23 @@ export const machineCreate = defineTask<CreateParams>({
     const vms = ctx.cn.vms;
     let failure: unknown;
     try {
-      await ctx.step('pre_check', 'Performing pre-flight sanity check', 20, async () => {
+      await ctx.step('pre_check', 'Pre-flight sanity check', 20, async () => {
         if (await vms.exists(p.uuid, { include_dni: true })) throw new TaskError(`Machine ${p.uuid} exists.`);
       });
-      await ctx.step('ensure_dataset_present', 'Checking for required image/dataset', 30, async () => {
-        if (p.imageUuid) ctx.log.info('Checking whether image %s is installed', p.imageUuid);
+      // The real task lists `<zpool>/<image>` and runs fetch_dataset only when it is missing.
+      const dataset = `${typeof ctx.rawParams.zpool === 'string' ? ctx.rawParams.zpool : 'zones'}/${String(p.imageUuid)}`;
+      const found = await ctx.step('ensure_dataset_present', 'Checking for zone template dataset', 30, async () => {
+        ctx.log.info(`Checking whether zone template dataset ${dataset} exists on the system.`);
+        const installed = p.imageUuid !== undefined && isImageInstalled(ctx, p.imageUuid);
+        ctx.log.info(installed ? `Dataset ${dataset} exists.` : "Dataset template didn't appear to exist.");
+        return installed;
       });
-      await ctx.step('fetch_dataset', 'Fetching image/dataset', 50, async () => {
-        // A mock CN holds no image data: the image counts as imported from here on.
-        if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
-        ctx.log.info('Dataset exists, not fetching');
-      });
+      if (!found) {
+        await ctx.step('fetch_dataset', 'Fetching zone template dataset', 50, async () => {
+          // A mock CN holds no image data: the image counts as imported from here on.
+          if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
+        });
+      }
       await ctx.step('add_firewall_rules', 'Adding firewall rules', 60, async () => {
         const rules = ctx.rawParams.firewall_rules;
         if (!Array.isArray(rules)) ctx.log.info('No firewall_rules property in params: not adding');
