@@ -378,6 +378,9 @@ describe('machine_* tasks', () => {
       const r = await postTask(cn, 'machine_update', { uuid: params.uuid, max_physical_memory: 'lots' });
       expect(r.status).toBe(500);
       expect(r.body.error).toMatch(/^vmadm\.update error: .*max_physical_memory/);
+      // node-vmadm lib/index.sunos.js update: a missing zone is "VM does not exist" (VmNotFound).
+      const missing = await postTask(cn, 'machine_update', { uuid: newUuid(), alias: 'x' });
+      expect(missing.body).toMatchObject({ error: 'vmadm.update error: VM does not exist', details: { restCode: 'VmNotFound' } });
     });
 
     it('keeps every update key the brand takes (filesystems, docker, zlog_max_size) and never changes image_uuid', async () => {

@@ -19,7 +19,11 @@ export const machineBoot = defineTask<PowerParams>({
     const vms = ctx.cn.vms;
     if (p.update) {
       ctx.log.info('Updating vm before starting');
-      await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }, { log: ctx.log }));
+      await vmadmCall('vmadm.update', () =>
+        viaVmadm(ctx.log, { args: ['update', p.uuid], stderrIsMessage: true }, () =>
+          vms.update(p.uuid, { ...p.update, uuid: p.uuid }, { log: ctx.log }),
+        ),
+      );
     }
     try {
       await viaVmadm(ctx.log, { args: ['start', p.uuid] }, () => vms.start(p.uuid));

@@ -8,6 +8,7 @@
 import { defineTask } from '../types.js';
 import { uuidParam } from './params.js';
 import { loadVm, vmadmCall } from './vm-common.js';
+import { viaVmadm } from './vmadm-cli.js';
 
 export const machineUpdate = defineTask<{ uuid: string }>({
   name: 'machine_update',
@@ -17,7 +18,11 @@ export const machineUpdate = defineTask<{ uuid: string }>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     const vms = ctx.cn.vms;
-    await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }));
+    await vmadmCall('vmadm.update', () =>
+      viaVmadm(ctx.log, { args: ['update', p.uuid], stderrIsMessage: true }, () =>
+        vms.update(p.uuid, { ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }),
+      ),
+    );
     const vm = await loadVm(ctx, p.uuid);
     const nicsChanged = Object.hasOwn(ctx.rawParams, 'add_nics') || Object.hasOwn(ctx.rawParams, 'remove_nics');
     if (!nicsChanged || vm.state !== 'running') {
