@@ -9,10 +9,16 @@
  * Derived (added on load, never written): `last_modified` (the file's mtime, which the
  * store sets to the value it announced), `zonename`, `zone_state` (= state unless stored),
  * `pid` and `zoneid` (only while running), `server_uuid`, `datacenter_name`,
- * `platform_buildstamp`.
+ * `platform_buildstamp`, `hvm` (from the brand).
+ *
+ * Load defaults: what vmadm's load always shows (smartos-live vmload: `resolvers` [],
+ * `firewall_enabled` false, `snapshots` newest first, `zonedid`) is filled in when a file
+ * written by the dummy or by hand lacks it; the store keeps it from then on.
  */
 import type { SysinfoIdentity } from '../common/sysinfo.js';
-import type { Vm } from './types.js';
+import { HVM_BRANDS } from './properties.js';
+import { sortSnapshots } from './snapshots.js';
+import type { Vm, VmSnapshot } from './types.js';
 
 /** Never stored by us; dropped when a file written by the dummy carries them. */
 export const DERIVED_FIELDS: readonly string[] = [
@@ -23,7 +29,19 @@ export const DERIVED_FIELDS: readonly string[] = [
   'server_uuid',
   'datacenter_name',
   'platform_buildstamp',
+  'hvm',
 ];
+
+/**
+ * Fill in, on a stored VM read from disk, what vmadm's load always carries; `zonedid` is
+ * the store's next debug id for a VM that has none.
+ */
+export function applyLoadDefaults(stored: Record<string, unknown>, nextZonedid: () => number): void {
+  if (!Array.isArray(stored.resolvers)) stored.resolvers = [];
+  if (typeof stored.firewall_enabled !== 'boolean') stored.firewall_enabled = false;
+  stored.snapshots = Array.isArray(stored.snapshots) ? sortSnapshots(stored.snapshots as VmSnapshot[]) : [];
+  if (typeof stored.zonedid !== 'number') stored.zonedid = nextZonedid();
+}
 
 export interface VmIdentity {
   serverUuid: string;
@@ -86,6 +104,7 @@ export function toLoaded(stored: Readonly<Record<string, unknown>>, rt: RuntimeI
   vm.datacenter_name = id.datacenterName;
   vm.platform_buildstamp = id.platformBuildstamp;
   vm.zonename = stored.uuid;
+  vm.hvm = HVM_BRANDS.includes(String(stored.brand));
   if (vm.zone_state === undefined) vm.zone_state = stored.state;
   if (running && rt.zoneid !== undefined) vm.zoneid = rt.zoneid;
   return vm as Vm;

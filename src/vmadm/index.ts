@@ -21,12 +21,15 @@ export interface VmadmOptions {
    * Off by default: 10,000 CNs must not cost 10,000 watches; use `rescan()` instead.
    */
   watch?: boolean;
+  /** Clock in ms, for tests. */
+  now?: () => number;
 }
 
 export class Vmadm {
   private readonly root: string;
   private readonly log: Logger;
   private readonly watch: boolean;
+  private readonly now: (() => number) | undefined;
   private readonly stores = new Map<string, FileVmStore>();
   private readonly opening = new Map<string, Promise<FileVmStore>>();
 
@@ -34,6 +37,7 @@ export class Vmadm {
     this.root = opts.root;
     this.log = opts.log;
     this.watch = opts.watch ?? false;
+    this.now = opts.now;
   }
 
   /**
@@ -68,6 +72,7 @@ export class Vmadm {
       identity: identityFromSysinfo(identity),
       log: this.log,
       watch: this.watch,
+      ...(this.now ? { now: this.now } : {}),
     });
     this.logReport(serverUuid, report);
     this.stores.set(serverUuid, store);
@@ -118,7 +123,7 @@ function checkIdentity(identity: SysinfoIdentity): void {
 
 export { FileVmStore } from './store.js';
 export { isSnapshotNotFound } from './snapshots.js';
-export { UPDATE_KEYS, pruneUpdatePayload } from './update.js';
+export { UPDATE_KEYS } from './update.js';
 export { vmsDir, vmFile } from './vm-file.js';
 export { DERIVED_FIELDS } from './derived.js';
 export type * from './types.js';

@@ -28,13 +28,33 @@ function displayOf(vm: Vm): number {
   return n % 1000;
 }
 
-function infoOf(vm: Vm, type: string): unknown {
+export interface InfoOptions {
+  /** The address vmadmd's VNC listeners bind (the CN's admin IP); 127.0.0.1 when not given. */
+  host?: string | undefined;
+}
+
+/**
+ * vmadmd's VNC answer (smartos-live vmadmd.js infoVNC): `vnc_port` when set (-1: no
+ * listener, an empty object), else a port of its own; `display` for ports from 5900;
+ * the password when the VM has one.
+ */
+function vncInfo(vm: Vm, host: string): Record<string, unknown> {
+  const setPort = typeof vm.vnc_port === 'number' ? vm.vnc_port : 0;
+  if (setPort === -1) return {};
+  const port = setPort > 0 ? setPort : 5900 + displayOf(vm);
+  const out: Record<string, unknown> = { host, port };
+  if (port >= 5900) out.display = port - 5900;
+  if (typeof vm.vnc_password === 'string' && vm.vnc_password.length > 0) out.password = vm.vnc_password;
+  return out;
+}
+
+function infoOf(vm: Vm, type: string, host: string): unknown {
   const disks = vm.disks ?? [];
   switch (type) {
     case 'vnc':
-      return { host: '127.0.0.1', port: 5900 + displayOf(vm), display: displayOf(vm) };
+      return vncInfo(vm, host);
     case 'spice':
-      return { host: '127.0.0.1', port: typeof vm.spice_port === 'number' ? vm.spice_port : -1 };
+      return typeof vm.spice_port === 'number' && vm.spice_port > 0 ? { host, port: vm.spice_port } : {};
     case 'status':
       return { status: 'running', running: true };
     case 'version':
@@ -61,7 +81,8 @@ function infoOf(vm: Vm, type: string): unknown {
   }
 }
 
-export function vmInfo(vm: Vm, types: readonly string[] | undefined): Record<string, unknown> {
+export function vmInfo(vm: Vm, types: readonly string[] | undefined, opts: InfoOptions = {}): Record<string, unknown> {
+  const host = opts.host ?? '127.0.0.1';
   checkRunning(vm, 'Unable to get info for vm');
   const supported = INFO_TYPES[vm.brand];
   if (!supported) throw unsupported(`no info types supported for brand ${vm.brand}`);
@@ -71,7 +92,7 @@ export function vmInfo(vm: Vm, types: readonly string[] | undefined): Record<str
   }
   const expanded = wanted.includes('all') ? supported.filter((t) => t !== 'all') : wanted;
   const out: Record<string, unknown> = {};
-  for (const t of expanded) out[t] = infoOf(vm, t);
+  for (const t of expanded) out[t] = infoOf(vm, t, host);
   return out;
 }
 

@@ -6,22 +6,28 @@
  *
  * Unlike the dummy backend, a start sets a fresh boot_timestamp, a stop records
  * exit_status/exit_timestamp and drops boot_timestamp (and with it pid/zoneid), and
- * operations check the current state the way vmadm does.
+ * operations check the current state the way vmadm does: starting a running VM and
+ * stopping a stopped one succeed without a change (the real vmadm exits 0 there).
  */
 import { MockcloudError } from '../common/errors.js';
-import { badState, invalidValue } from './errors.js';
+import { badState, invalidValue, unsupported } from './errors.js';
+import { BRAND_FEATURES } from './properties.js';
 
 export type Stored = Record<string, unknown>;
 /** One write of a multi-step operation: mutates a fresh copy of the stored VM. */
 export type Step = (vm: Stored, now: Date) => void;
 
-export function checkStartable(vm: Stored): void {
-  if (vm.state === 'running') {
-    throw badState(`VM ${String(vm.uuid)} is already 'running'`, 'EALREADYRUNNING');
-  }
+/**
+ * `vmadm start`: a running VM is left as it is (VM.js answers EALREADYRUNNING and vmadm
+ * exits 0 with that message, so node-vmadm and cn-agent see success); other states but
+ * stopped are refused with VM.js's message.
+ */
+export function startSteps(vm: Stored): Step[] {
+  if (vm.state === 'running') return [];
   if (vm.state !== 'stopped') {
     throw badState(`Cannot start vm from state "${String(vm.state)}", must be "stopped".`);
   }
+  return [bootStep];
 }
 
 export const bootStep: Step = (vm, now) => {
@@ -31,13 +37,19 @@ export const bootStep: Step = (vm, now) => {
   vm.boot_timestamp = now.toISOString();
 };
 
-export function checkStoppable(vm: Stored): void {
-  if (vm.state !== 'running') {
-    throw badState(
-      `VM ${String(vm.uuid)} is already not 'running' (currently: ${String(vm.state)})`,
-      'ENOTRUNNING',
-    );
-  }
+/**
+ * `vmadm stop`: a VM that is not running is not an error (VM.js answers ENOTRUNNING and
+ * vmadm exits 0). A plain stop first sets autoboot=false, so a stopped VM keeps that
+ * change; `-F` (force) halts straight away and changes nothing on a halted zone.
+ */
+export function stopSteps(vm: Stored, force: boolean): Step[] {
+  if (vm.state === 'running') return [haltStep];
+  if (force || vm.autoboot === false) return [];
+  return [
+    (s) => {
+      s.autoboot = false;
+    },
+  ];
 }
 
 function halted(vm: Stored, now: Date, exitStatus: number): void {
@@ -66,10 +78,14 @@ export const hostHaltSteps: Step[] = [
   (vm, now) => halted(vm, now, 0),
 ];
 
-export function checkRebootable(vm: Stored): void {
-  if (vm.state !== 'running') {
-    throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running".`);
-  }
+/**
+ * `vmadm reboot` (VM.js reboot): a running VM goes down and up; a stopped docker container
+ * is simply started; any other state is refused with VM.js's message.
+ */
+export function rebootPlan(vm: Stored): Step[] {
+  if (vm.state === 'running') return rebootSteps;
+  if (vm.docker === true && vm.state === 'stopped') return [bootStep];
+  throw badState(`Cannot reboot vm from state "${String(vm.state)}", must be "running"`);
 }
 
 /** shutting_down → stopped → running, like a zone reboot seen through vminfod. */
@@ -116,18 +132,18 @@ export function killSteps(signo: number): Step[] {
 }
 
 /**
- * reprovision: provisioning (zone_state = old state), zone halted, new image, zone booted
- * again if it was running, then back to the previous state.
+ * reprovision: provisioning (zone_state = old state), the zone halted, the new image, the
+ * zone booted, then running. VM.js reprovision stops the VM and installs the new image
+ * with autoboot, so the VM always ends running (and autoboot true), whatever it was before.
  */
 export function reprovisionSteps(prevState: string, imageUuid: string): Step[] {
-  const wasRunning = prevState === 'running';
   const steps: Step[] = [
     (vm) => {
       vm.state = 'provisioning';
       vm.zone_state = prevState;
     },
   ];
-  if (wasRunning) {
+  if (prevState === 'running') {
     steps.push((vm, now) => {
       vm.state = 'provisioning';
       vm.zone_state = 'stopped';
@@ -139,20 +155,29 @@ export function reprovisionSteps(prevState: string, imageUuid: string): Step[] {
   steps.push((vm) => {
     vm.image_uuid = imageUuid;
   });
-  if (wasRunning) {
-    steps.push((vm, now) => {
-      vm.zone_state = 'running';
-      vm.boot_timestamp = now.toISOString();
-    });
-  }
+  steps.push((vm, now) => {
+    vm.zone_state = 'running';
+    vm.boot_timestamp = now.toISOString();
+  });
   steps.push((vm) => {
-    vm.state = prevState;
+    vm.state = 'running';
+    vm.autoboot = true;
     delete vm.zone_state;
   });
   return steps;
 }
 
+/** VM.js reprovision's refusals, with its messages. */
 export function checkReprovisionable(vm: Stored): void {
+  if (BRAND_FEATURES[String(vm.brand)]?.reprovision !== true) {
+    throw unsupported(`brand "${String(vm.brand)}" does not yet support reprovision`);
+  }
+  if (vm.indestructible_zoneroot === true) {
+    throw new MockcloudError('Conflict', 'indestructible_zoneroot is set, cannot reprovision');
+  }
+  if (Array.isArray(vm.datasets) && vm.datasets.length > 1) {
+    throw unsupported('cannot support reprovision with multiple delegated datasets');
+  }
   if (vm.state !== 'running' && vm.state !== 'stopped') {
     throw badState(`Cannot reprovision vm from state "${String(vm.state)}", must be "running" or "stopped".`);
   }

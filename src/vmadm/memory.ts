@@ -78,3 +78,38 @@ export function resolveMemory(brand: string, req: MemoryFields, current: MemoryF
   if (!hvm) delete out.ram;
   return out;
 }
+
+/** vmadm's default for max_msg_ids, max_sem_ids and max_shm_ids (VM.js DEFAULT_MAX_*_IDS). */
+export const DEFAULT_MAX_IDS = 4096;
+const ID_KEYS = ['max_msg_ids', 'max_sem_ids', 'max_shm_ids'] as const;
+
+/**
+ * The tmpfs and shared-memory controls that follow a memory change (VM.js
+ * fixPayloadMemory): `newPhys` is the payload's max_physical_memory (given, or from ram),
+ * undefined when the payload changes no memory; `tmpfs` the payload's tmpfs; `current` the
+ * VM before an update (undefined on create). A tmpfs above max_physical_memory is clamped
+ * to it; without one, zone brands get a tmpfs that keeps its ratio to max_physical_memory
+ * (or equals it); max_shm_memory and the IPC id limits are filled in when the VM has none.
+ */
+export function memoryControls(
+  useTmpfs: boolean,
+  newPhys: number | undefined,
+  tmpfs: number | undefined,
+  current: Readonly<Record<string, unknown>> | undefined,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  const curPhys = typeof current?.max_physical_memory === 'number' ? current.max_physical_memory : undefined;
+  const curTmpfs = typeof current?.tmpfs === 'number' ? current.tmpfs : undefined;
+  if (tmpfs !== undefined) {
+    if (newPhys !== undefined && tmpfs > newPhys) out.tmpfs = newPhys;
+    else if (newPhys === undefined && curPhys !== undefined && tmpfs > curPhys) out.tmpfs = curPhys;
+    else out.tmpfs = tmpfs;
+  } else if (newPhys !== undefined && useTmpfs) {
+    out.tmpfs = curPhys !== undefined && curTmpfs !== undefined && curPhys > 0 ? Math.round((curTmpfs / curPhys) * newPhys) : newPhys;
+  }
+  if (newPhys !== undefined) {
+    if (current?.max_shm_memory === undefined) out.max_shm_memory = newPhys;
+    for (const k of ID_KEYS) if (current?.[k] === undefined) out[k] = DEFAULT_MAX_IDS;
+  }
+  return out;
+}

@@ -1,14 +1,15 @@
 /**
  * NIC normalisation as vmadm does it: only known NIC keys, `ip`/`ips` and
  * `gateway`/`gateways` kept consistent, a MAC generated when absent, `interface` names
- * netN, false flags dropped, exactly one primary. Also the add/update/remove rules of
+ * netN (ethN for lx, the brand's interface_prefix), the HVM `nic_driver` as the default
+ * model, false flags dropped, exactly one primary. Also the add/update/remove rules of
  * `vmadm update`, with vmadm's choice of a new primary when the primary goes away.
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import type { VmNic } from './types.js';
 import { invalidValue, invalidProperty } from './errors.js';
-import { NIC_FLAGS, NIC_PROPERTIES } from './properties.js';
+import { BRAND_FEATURES, NIC_FLAGS, NIC_PROPERTIES } from './properties.js';
 import { checkValue, isPlainObject } from './validate.js';
 
 const MAC_RE = /^[0-9a-f]{1,2}(:[0-9a-f]{1,2}){5}$/i;
@@ -113,16 +114,23 @@ function dropFalseFlags(nic: VmNic): void {
   for (const flag of NIC_FLAGS) if (nic[flag] === false) delete nic[flag];
 }
 
-function nextInterfaceName(taken: Set<string>): string {
+/** What the brand's VMs are told about their NICs (the brand and, for HVM, nic_driver). */
+export interface NicContext {
+  brand: string;
+  nicDriver?: string | undefined;
+}
+
+function nextInterfaceName(taken: Set<string>, prefix: string): string {
   for (let i = 0; i < 1000; i++) {
-    const name = `net${i}`;
+    const name = `${prefix}${i}`;
     if (!taken.has(name)) return name;
   }
   throw invalidValue('nics', 'too many NICs');
 }
 
 /** Fill in what vmadm fills in for new NICs: MAC, interface name. */
-function completeNewNics(existing: readonly VmNic[], added: VmNic[]): void {
+function completeNewNics(existing: readonly VmNic[], added: VmNic[], ctx: NicContext): void {
+  const prefix = BRAND_FEATURES[ctx.brand]?.interfacePrefix ?? 'net';
   const macs = new Set(existing.map((n) => n.mac));
   const names = new Set(existing.map((n) => n.interface).filter((n): n is string => typeof n === 'string'));
   for (const nic of added) {
@@ -133,7 +141,8 @@ function completeNewNics(existing: readonly VmNic[], added: VmNic[]): void {
     }
     if (macs.has(nic.mac)) throw invalidValue('nics.*.mac', `duplicate MAC address ${nic.mac}`);
     macs.add(nic.mac);
-    if (nic.interface === undefined) nic.interface = nextInterfaceName(names);
+    if (nic.interface === undefined) nic.interface = nextInterfaceName(names, prefix);
+    if (nic.model === undefined && ctx.nicDriver !== undefined) nic.model = ctx.nicDriver;
     names.add(nic.interface);
     dropFalseFlags(nic);
   }
@@ -158,12 +167,12 @@ function assertOnePrimary(nics: readonly VmNic[], field: string): void {
 }
 
 /** The `nics` of a create payload, normalised. */
-export function createNics(raw: unknown): VmNic[] {
+export function createNics(raw: unknown, ctx: NicContext): VmNic[] {
   if (raw === undefined) return [];
   if (!Array.isArray(raw)) throw invalidValue('nics', 'nics must be an array of objects');
   const nics = raw.map((n, i) => normalizeNic(n, `nics.${i}`, { forUpdate: false }));
   assertOnePrimary(nics, 'nics');
-  completeNewNics([], nics);
+  completeNewNics([], nics, ctx);
   // On create, vmadm marks the first NIC primary when none is.
   if (nics.length > 0 && !nics.some((n) => n.primary === true)) nics[0]!.primary = true;
   return nics;
@@ -179,7 +188,7 @@ export interface NicUpdate {
  * Apply add_nics / update_nics / remove_nics to a VM's NICs; returns the new list. Unknown
  * MACs in update_nics/remove_nics are errors (vmadm refuses them too).
  */
-export function applyNicUpdate(current: readonly VmNic[], req: NicUpdate): VmNic[] {
+export function applyNicUpdate(current: readonly VmNic[], req: NicUpdate, ctx: NicContext): VmNic[] {
   let nics = current.map((n) => ({ ...n }));
   const hadPrimary = nics.some((n) => n.primary === true);
 
@@ -222,7 +231,7 @@ export function applyNicUpdate(current: readonly VmNic[], req: NicUpdate): VmNic
       normalizeNic(n, `add_nics.${i}`, { forUpdate: true }),
     );
     assertOnePrimary(added, 'add_nics');
-    completeNewNics(nics, added);
+    completeNewNics(nics, added, ctx);
     if (added.some((n) => n.primary === true)) {
       if (newPrimary) throw invalidValue('add_nics', 'only one NIC can be primary');
       for (const n of nics) delete n.primary;

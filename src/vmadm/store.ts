@@ -17,27 +17,26 @@ import { isUuid } from '../common/uuid.js';
 import { unlinkDurable, writeFileDurable } from '../common/durable-file.js';
 import type { Logger } from '../common/log.js';
 import { buildNewVm } from './create.js';
-import { deepFreeze, toLoaded, toStored, zoneRunning, type VmIdentity } from './derived.js';
+import { applyLoadDefaults, deepFreeze, toLoaded, toStored, zoneRunning, type VmIdentity } from './derived.js';
 import { diffVms } from './diff.js';
 import { VmDirWatch } from './dir-watch.js';
 import { invalidValue, vmExists, vmNotFound } from './errors.js';
 import { EventHub } from './events.js';
-import { checkSysrq, vmInfo } from './info.js';
+import { checkSysrq, vmInfo, type InfoOptions } from './info.js';
 import { KeyedQueue } from './keyed-queue.js';
 import {
   bootStep,
   checkDeletable,
   checkKillable,
-  checkRebootable,
   checkReprovisionable,
-  checkStartable,
-  checkStoppable,
   haltStep,
   hostHaltSteps,
   killSteps,
   parseSignal,
-  rebootSteps,
+  rebootPlan,
   reprovisionSteps,
+  startSteps,
+  stopSteps,
   type Step,
   type Stored,
 } from './lifecycle.js';
@@ -56,6 +55,8 @@ import type {
   VmStore,
   VmSubscription,
   VmUpdatePayload,
+  WarningLog,
+  WriteOptions,
 } from './types.js';
 import { applyUpdate } from './update.js';
 import { serializeVm, vmFile } from './vm-file.js';
@@ -92,6 +93,8 @@ export class FileVmStore implements VmStore {
   private readonly hub: EventHub;
   /** zoneid 0 is the global zone; VMs get the next one each time they boot. */
   private lastZoneid = 0;
+  /** The last zone debug id handed out: every VM keeps one for its life (`zoneadm list -p`). */
+  private lastZonedid = 0;
   private closed = false;
   private watch: VmDirWatch | undefined;
 
@@ -131,7 +134,9 @@ export class FileVmStore implements VmStore {
     });
     // zoneids in boot order, as the zones would have got them.
     found.sort((a, b) => String(a.stored.boot_timestamp ?? '').localeCompare(String(b.stored.boot_timestamp ?? '')));
+    for (const d of found) this.noteZonedid(d.stored);
     for (const d of found) {
+      applyLoadDefaults(d.stored, () => ++this.lastZonedid);
       const uuid = String(d.stored.uuid);
       this.index.set(uuid, this.makeLoaded(d.stored, new Date(d.mtimeMs), undefined));
     }
@@ -193,21 +198,29 @@ export class FileVmStore implements VmStore {
 
   // ---- writes
 
-  async create(payload: VmCreatePayload): Promise<Vm> {
+  async create(payload: VmCreatePayload, opts?: WriteOptions): Promise<Vm> {
     this.assertOpen();
-    const stored = buildNewVm(payload, { serverUuid: this.serverUuid, now: new Date(this.now()) });
+    const { vm: stored, dropped } = buildNewVm(payload, {
+      serverUuid: this.serverUuid,
+      now: new Date(this.now()),
+      zonedid: this.lastZonedid + 1,
+    });
     const uuid = String(stored.uuid);
+    this.warnDropped(opts?.log, 'create', uuid, String(stored.brand), dropped);
     // Writes accepted before close() still complete: close() drains the queue.
     return this.queue.run(uuid, async () => {
       if (this.index.has(uuid) || (await fileExists(vmFile(this.dir, uuid)))) throw vmExists(uuid);
+      // Taken only now: creates of other VMs may have run since the payload was built.
+      stored.zonedid = ++this.lastZonedid;
       return project(await this.commit(uuid, undefined, stored), undefined);
     });
   }
 
-  async update(uuid: string, payload: VmUpdatePayload): Promise<Vm> {
+  async update(uuid: string, payload: VmUpdatePayload, opts?: WriteOptions): Promise<Vm> {
     return this.mutate(uuid, async (cur) => {
       const stored = toStored(cur);
-      applyUpdate(stored, payload, { serverUuid: this.serverUuid });
+      const { dropped } = applyUpdate(stored, payload, { serverUuid: this.serverUuid });
+      this.warnDropped(opts?.log, 'update', uuid, String(cur.brand), dropped);
       if (serializeVm(stored) === serializeVm(toStored(cur))) return cur; // nothing changed: no write
       return this.commit(uuid, cur, stored);
     });
@@ -222,25 +235,16 @@ export class FileVmStore implements VmStore {
   }
 
   start(uuid: string): Promise<Vm> {
-    return this.steps(uuid, (vm) => {
-      checkStartable(vm);
-      return [bootStep];
-    });
+    return this.steps(uuid, startSteps);
   }
 
-  stop(uuid: string, _opts?: StopOptions): Promise<Vm> {
-    // force/timeout change how a real CN waits for the zone, not the end state.
-    return this.steps(uuid, (vm) => {
-      checkStoppable(vm);
-      return [haltStep];
-    });
+  stop(uuid: string, opts?: StopOptions): Promise<Vm> {
+    // timeout changes how a real CN waits for the zone, not the end state.
+    return this.steps(uuid, (vm) => stopSteps(vm, opts?.force === true));
   }
 
   reboot(uuid: string, _opts?: StopOptions): Promise<Vm> {
-    return this.steps(uuid, (vm) => {
-      checkRebootable(vm);
-      return rebootSteps;
-    });
+    return this.steps(uuid, rebootPlan);
   }
 
   halt(uuid: string): Promise<Vm> {
@@ -280,11 +284,12 @@ export class FileVmStore implements VmStore {
   }
 
   rollbackSnapshot(uuid: string, name: string): Promise<Vm> {
-    // Like vmadm: a running VM is stopped for the rollback and started again after it.
+    // VM.js rollback_snapshot: halt (-F) unless stopped, roll back, then start the VM,
+    // whatever state it had (vmadm never passes do_not_start).
     return this.steps(uuid, (vm) => {
       findSnapshot(vm, name);
       const rollback: Step = (s) => rollbackTo(s, name);
-      return vm.state === 'running' ? [haltStep, rollback, bootStep] : [rollback];
+      return vm.state === 'stopped' ? [rollback, bootStep] : [haltStep, rollback, bootStep];
     });
   }
 
@@ -296,10 +301,10 @@ export class FileVmStore implements VmStore {
     ]);
   }
 
-  async info(uuid: string, types?: string[]): Promise<Record<string, unknown>> {
+  async info(uuid: string, types?: string[], opts?: InfoOptions): Promise<Record<string, unknown>> {
     const vm = this.index.get(uuid);
     if (!vm) throw vmNotFound(uuid);
-    return vmInfo(vm, types);
+    return vmInfo(vm, types, opts);
   }
 
   async sysrq(uuid: string, request: string): Promise<void> {
@@ -349,6 +354,8 @@ export class FileVmStore implements VmStore {
       if (cur) this.apply(uuid, cur, undefined);
       return;
     }
+    this.noteZonedid(r.vm.stored);
+    applyLoadDefaults(r.vm.stored, () => (typeof cur?.zonedid === 'number' ? cur.zonedid : ++this.lastZonedid));
     if (cur && serializeVm(toStored(cur)) === serializeVm(r.vm.stored)) return;
     // Announce a time that is never earlier than what we announced before.
     const lm = this.nextLastModified(cur, r.vm.mtimeMs);
@@ -377,6 +384,19 @@ export class FileVmStore implements VmStore {
   }
 
   // ---- internals
+
+  private noteZonedid(stored: Stored): void {
+    if (typeof stored.zonedid === 'number' && stored.zonedid > this.lastZonedid) this.lastZonedid = stored.zonedid;
+  }
+
+  /** vmadm logs each key it removed from a payload as a warning; so do we, once per write. */
+  private warnDropped(log: WarningLog | undefined, action: string, uuid: string, brand: string, dropped: string[]): void {
+    if (dropped.length === 0) return;
+    (log ?? this.log).warn(
+      { vm: uuid, brand, action, removed: dropped },
+      `vmadm ${action}: removed from the payload what brand ${brand} does not take for ${action}: ${dropped.join(', ')}`,
+    );
+  }
 
   private assertOpen(): void {
     if (this.closed) throw new MockcloudError('ServiceUnavailable', `VM store of server ${this.serverUuid} is closed`);

@@ -61,6 +61,8 @@ export interface VmDisk {
 export interface VmSnapshot {
   name: string;
   created_at: string;
+  /** MiB written since the snapshot (ZFS `written`); 0 on a mock CN. */
+  size?: number;
 }
 
 export interface Vm {
@@ -111,8 +113,9 @@ export interface Vm {
 
 /**
  * The payload of `create`: VM properties without the fields vmadm fills in. `brand`
- * defaults to `joyent`; NICs may come without `mac` (vmadm generates one). Validated at
- * run time (unknown keys are refused), so anything JSON-shaped type-checks here.
+ * defaults to `joyent`; NICs may come without `mac` (vmadm generates one). Checked at
+ * run time (keys the brand does not take are removed with a warning), so anything
+ * JSON-shaped type-checks here.
  */
 export interface VmCreatePayload {
   uuid?: string;
@@ -198,6 +201,15 @@ export interface StopOptions {
   timeout?: number;
 }
 
+/** Where a write logs vmadm's warnings (e.g. the keys it removed); the store's log when absent. */
+export interface WarningLog {
+  warn(...args: unknown[]): void;
+}
+
+export interface WriteOptions {
+  log?: WarningLog;
+}
+
 /** One server's VMs: an in-memory index over `<root>/servers/<uuid>/vms/*.json`. */
 export interface VmStore {
   readonly serverUuid: string;
@@ -220,15 +232,18 @@ export interface VmStore {
 
   /**
    * Writes resolve once the file is durable, the index shows the change and its event
-   * was dispatched; they return a copy of the VM after the change. Bad input rejects with
-   * a ValidationFailed MockcloudError whose `errors[0].field` names the key; a missing
-   * VM with VmNotFound (restCode VmNotFound). Mutations also act on DNI VMs.
+   * was dispatched; they return a copy of the VM after the change. Keys the brand does not
+   * take are removed and logged (as vmadm does); a bad value rejects with a
+   * ValidationFailed MockcloudError whose `errors[0].field` names the key; a missing VM
+   * with VmNotFound (restCode VmNotFound). Mutations also act on DNI VMs.
    */
-  create(payload: VmCreatePayload): Promise<Vm>;
-  update(uuid: string, payload: VmUpdatePayload): Promise<Vm>;
+  create(payload: VmCreatePayload, opts?: WriteOptions): Promise<Vm>;
+  update(uuid: string, payload: VmUpdatePayload, opts?: WriteOptions): Promise<Vm>;
   delete(uuid: string): Promise<void>;
 
+  /** A running VM is left as it is (the real vmadm exits 0 there). */
   start(uuid: string): Promise<Vm>;
+  /** A VM that is not running is not an error; a plain stop still sets autoboot=false. */
   stop(uuid: string, opts?: StopOptions): Promise<Vm>;
   reboot(uuid: string, opts?: StopOptions): Promise<Vm>;
   kill(uuid: string, opts?: { signal?: string }): Promise<Vm>;
@@ -237,10 +252,12 @@ export interface VmStore {
    * `autoboot` left as it is, unlike `stop`; a VM in any other state is left alone.
    */
   halt(uuid: string): Promise<Vm>;
+  /** Always ends running, as on a real CN. */
   reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm>;
 
   createSnapshot(uuid: string, name: string): Promise<Vm>;
   deleteSnapshot(uuid: string, name: string): Promise<Vm>;
+  /** Halts the VM if it runs, rolls back, and starts it (always, like vmadm). */
   rollbackSnapshot(uuid: string, name: string): Promise<Vm>;
 
   /**
@@ -251,7 +268,8 @@ export interface VmStore {
    */
   setCreateTimestamp?(uuid: string, timestamp: string): Promise<Vm>;
 
-  info(uuid: string, types?: string[]): Promise<Record<string, unknown>>;
+  /** VM.info's object (`vmadm info` prints it as JSON); `host` is where VNC listens (the admin IP). */
+  info(uuid: string, types?: string[], opts?: { host?: string | undefined }): Promise<Record<string, unknown>>;
   sysrq(uuid: string, request: string): Promise<void>;
 
   /**

@@ -1,73 +1,65 @@
 /**
- * `vmadm update`: every documented key (simple properties, set_/remove_ of metadata, tags
- * and routes, add_/update_/remove_nics, add_/update_/remove_disks), with vmadm's memory
- * rules. Keys that are unknown, read-only or not for this brand are refused with an error
- * naming the key; the dummy backend dropped most keys silently.
+ * `vmadm update`, as SmartOS VM.js does it: `docker: true` expanded, every key the brand
+ * cannot update removed (unknown keys, read-only ones such as `state`, `nics`, `brand` or
+ * `image_uuid`, and other brands' keys; the caller logs them as warnings), then the values
+ * of the rest checked (a bad one fails the update and nothing is written) and applied:
+ * simple properties, set_/remove_ of metadata, tags and routes, add_/update_/remove_ of
+ * nics, disks, filesystems and pci_devices, with vmadm's memory rules (tmpfs and the shared
+ * memory controls follow max_physical_memory).
  */
 import { applyDiskUpdate } from './disks.js';
-import { invalidProperty, invalidValue } from './errors.js';
-import { resolveMemory } from './memory.js';
+import { applyDockerDefaults } from './docker.js';
+import { invalidValue } from './errors.js';
+import { applyFilesystemUpdate, applyPciDeviceUpdate } from './filesystems.js';
+import { memoryControls, resolveMemory } from './memory.js';
 import { pickMemory } from './create.js';
 import { applyNicUpdate } from './nics.js';
-import { ENVELOPE_KEYS, NIC_PROPERTIES, PROPERTIES, READ_ONLY_FIELDS, UPDATE_ACTIONS, brandIn } from './properties.js';
+import { copyWithoutTransportKeys, pruneForBrand } from './payload.js';
+import { BRAND_FEATURES, PROPERTIES } from './properties.js';
 import type { Vm, VmNic, VmUpdatePayload } from './types.js';
 import { checkValue, isPlainObject } from './validate.js';
 
 const MEMORY_KEYS = ['ram', 'max_physical_memory', 'max_locked_memory', 'max_swap'];
 const MAPS = ['customer_metadata', 'internal_metadata', 'tags', 'routes'] as const;
 
-/** Every key `update` accepts (besides the envelope keys), for callers that filter. */
-export const UPDATE_KEYS: readonly string[] = [
-  ...Object.entries(PROPERTIES)
-    .filter(([, s]) => s.update !== undefined)
-    .map(([k]) => k),
-  ...Object.keys(UPDATE_ACTIONS),
-];
+/** Every key `update` takes for some brand, for callers that want to know. */
+export const UPDATE_KEYS: readonly string[] = Object.entries(PROPERTIES)
+  .filter(([, s]) => s.update !== undefined)
+  .map(([k]) => k);
 
 export interface UpdateContext {
   serverUuid: string;
 }
 
+export interface UpdateResult {
+  /** Keys removed because the VM's brand cannot update them. */
+  dropped: string[];
+}
+
 /**
  * Apply `payload` to `stored` (a mutable copy of the stored VM, changed in place).
- * Throws before changing anything when a key or value is bad.
+ * Throws before changing anything when a value is bad.
  */
-export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePayload, ctx: UpdateContext): void {
+export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePayload, _ctx: UpdateContext): UpdateResult {
   if (!isPlainObject(payload)) throw invalidValue('payload', 'the update payload must be an object');
   const brand = String(stored.brand);
-  const uuid = String(stored.uuid);
+  const p = copyWithoutTransportKeys(payload, 'update');
+  applyDockerDefaults(p, brand, String(stored.uuid), stored);
+  const dropped = pruneForBrand(brand, 'update', p);
+
   const simple: Record<string, unknown> = {};
   const actions: Record<string, unknown> = {};
-
-  for (const [key, raw] of Object.entries(payload)) {
-    if (raw === undefined) continue;
-    if (ENVELOPE_KEYS.includes(key)) {
-      checkEnvelope(key, raw, uuid, ctx.serverUuid);
-      continue;
-    }
-    const action = UPDATE_ACTIONS[key];
-    if (action) {
-      if (!brandIn(action.update, brand)) throw invalidProperty('update', key, `not supported for brand ${brand}`);
-      actions[key] = checkValue(key, action.type, raw);
-      continue;
-    }
-    const spec = PROPERTIES[key];
-    if (spec?.update) {
-      if (!brandIn(spec.update, brand)) throw invalidProperty('update', key, `not supported for brand ${brand}`);
-      simple[key] = raw === null ? null : checkValue(key, spec.type, raw);
-      continue;
-    }
-    if (READ_ONLY_FIELDS.includes(key) || spec) {
-      throw invalidProperty('update', key, hintFor(key));
-    }
-    throw invalidProperty('update', key, 'unknown property');
+  for (const [key, raw] of Object.entries(p)) {
+    const spec = PROPERTIES[key]!;
+    if (/^(set|remove|add|update)_/.test(key)) actions[key] = checkValue(key, spec.type, raw);
+    else simple[key] = raw === null ? null : checkValue(key, spec.type, raw);
   }
 
   // Compute everything that can fail first; assign afterwards.
   const next: Record<string, unknown> = {};
   const removed: string[] = [];
   for (const [key, value] of Object.entries(simple)) {
-    if (MEMORY_KEYS.includes(key)) continue;
+    if (MEMORY_KEYS.includes(key) || key === 'tmpfs' || key === 'pci_devices') continue;
     if (value === null) {
       // vmadm: unsetting quota sets it to 0; other properties are removed.
       if (key === 'quota') next.quota = 0;
@@ -79,13 +71,24 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
     }
   }
 
+  const physChanged = 'ram' in simple || 'max_physical_memory' in simple;
   if (MEMORY_KEYS.some((k) => k in simple)) {
-    const req = pickMemory(simple);
-    const mem = resolveMemory(brand, req, pickMemory(stored));
+    const mem = resolveMemory(brand, pickMemory(simple), pickMemory(stored));
     for (const k of MEMORY_KEYS) {
       const v = mem[k as keyof typeof mem];
       if (v !== undefined) next[k] = v;
     }
+  }
+  if (physChanged || typeof simple.tmpfs === 'number') {
+    const controls = memoryControls(
+      BRAND_FEATURES[brand]?.useTmpfs === true,
+      physChanged ? (next.max_physical_memory as number | undefined) : undefined,
+      typeof simple.tmpfs === 'number' ? simple.tmpfs : undefined,
+      stored,
+    );
+    for (const [k, v] of Object.entries(controls)) if (k === 'tmpfs' || !(k in simple)) next[k] = v;
+  } else if (simple.tmpfs === null) {
+    removed.push('tmpfs');
   }
 
   for (const map of MAPS) {
@@ -102,11 +105,11 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
   }
 
   if ('add_nics' in actions || 'update_nics' in actions || 'remove_nics' in actions) {
-    next.nics = applyNicUpdate(Array.isArray(stored.nics) ? (stored.nics as VmNic[]) : [], {
-      add: actions.add_nics,
-      update: actions.update_nics,
-      remove: actions.remove_nics,
-    });
+    next.nics = applyNicUpdate(
+      Array.isArray(stored.nics) ? (stored.nics as VmNic[]) : [],
+      { add: actions.add_nics, update: actions.update_nics, remove: actions.remove_nics },
+      { brand, nicDriver: typeof stored.nic_driver === 'string' ? stored.nic_driver : undefined },
+    );
   }
   if ('add_disks' in actions || 'update_disks' in actions || 'remove_disks' in actions) {
     next.disks = applyDiskUpdate(stored as Vm, {
@@ -115,25 +118,28 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
       remove: actions.remove_disks,
     });
   }
+  if ('add_filesystems' in actions || 'update_filesystems' in actions || 'remove_filesystems' in actions) {
+    next.filesystems = applyFilesystemUpdate(listOf(stored.filesystems), {
+      add: actions.add_filesystems,
+      update: actions.update_filesystems,
+      remove: actions.remove_filesystems,
+    });
+  }
+  if ('pci_devices' in simple || 'add_pci_devices' in actions || 'update_pci_devices' in actions || 'remove_pci_devices' in actions) {
+    next.pci_devices = applyPciDeviceUpdate('pci_devices' in simple ? [] : listOf(stored.pci_devices), {
+      add: [...listOf(simple.pci_devices), ...listOf(actions.add_pci_devices)],
+      update: actions.update_pci_devices,
+      remove: actions.remove_pci_devices,
+    });
+  }
 
   for (const k of removed) delete stored[k];
   Object.assign(stored, next);
+  return { dropped };
 }
 
-function checkEnvelope(key: string, raw: unknown, uuid: string, serverUuid: string): void {
-  const mustBe = key === 'uuid' || key === 'vm_uuid' ? uuid : key === 'server_uuid' ? serverUuid : undefined;
-  if (mustBe !== undefined && (typeof raw !== 'string' || raw.toLowerCase() !== mustBe)) {
-    throw invalidValue(key, `${key} ${JSON.stringify(raw)} does not match ${mustBe}`);
-  }
-}
-
-function hintFor(key: string): string {
-  if ((MAPS as readonly string[]).includes(key)) return `read-only on update; use set_${key} / remove_${key}`;
-  if (key === 'nics') return 'read-only on update; use add_nics / update_nics / remove_nics';
-  if (key === 'disks') return 'read-only on update; use add_disks / update_disks / remove_disks';
-  if (key === 'state' || key === 'zone_state') return 'read-only; use start / stop / reboot';
-  if (key === 'snapshots') return 'read-only; use the snapshot operations';
-  return 'read-only';
+function listOf(v: unknown): Record<string, unknown>[] {
+  return Array.isArray(v) ? (v.filter(isPlainObject) as Record<string, unknown>[]) : [];
 }
 
 const IP_OR_CIDR = /^[0-9a-fA-F:.]+(\/\d{1,3})?$/;
@@ -146,39 +152,4 @@ function checkRoutes(routes: Record<string, unknown>): void {
       throw invalidValue(`set_routes.${dst}`, `Invalid route gateway: "${String(gw)}"`);
     }
   }
-}
-
-/**
- * What real vmadm does with a payload that carries more than update keys: CNAPI forwards
- * VMAPI's whole job params (`task`, `jobid`, `vm_uuid`, NAPI fields inside `add_nics`, ...)
- * and SmartOS vmadm drops every key it cannot update, with a warning, before validating the
- * rest. cn-agent's machine_update calls this at its edge; `applyUpdate` itself stays strict
- * so a direct caller's typo is an error, not a silent drop.
- */
-export function pruneUpdatePayload(payload: VmUpdatePayload): { payload: VmUpdatePayload; dropped: string[] } {
-  const kept: VmUpdatePayload = {};
-  const dropped: string[] = [];
-  for (const [key, value] of Object.entries(payload)) {
-    const known = ENVELOPE_KEYS.includes(key) || UPDATE_ACTIONS[key] !== undefined || PROPERTIES[key]?.update !== undefined;
-    if (!known) {
-      dropped.push(key);
-      continue;
-    }
-    if ((key === 'add_nics' || key === 'update_nics') && Array.isArray(value)) {
-      kept[key] = value.map((nic: unknown, i: number) => pruneNic(nic, `${key}.${i}`, dropped));
-    } else {
-      kept[key] = value;
-    }
-  }
-  return { payload: kept, dropped };
-}
-
-function pruneNic(nic: unknown, field: string, dropped: string[]): unknown {
-  if (!isPlainObject(nic)) return nic;
-  const kept: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(nic)) {
-    if (NIC_PROPERTIES[key] === undefined) dropped.push(`${field}.${key}`);
-    else kept[key] = value;
-  }
-  return kept;
 }

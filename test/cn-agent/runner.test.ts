@@ -69,19 +69,33 @@ describe('task runner', () => {
       'start:pre_check', 'progress', 'end:pre_check',
       'start:ensure_dataset_present', 'progress', 'end:ensure_dataset_present',
       'start:fetch_dataset', 'progress', 'end:fetch_dataset',
-      'start:build_payload', 'progress', 'end:build_payload',
+      'start:add_firewall_rules', 'progress', 'end:add_firewall_rules',
       'start:create_machine', 'progress', 'end:create_machine',
       'finish',
     ]);
     const progress = entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value);
     expect(progress).toEqual([0, 20, 30, 50, 60, 100]);
     const step = entry.messages.find((m: any) => m.name === 'start:pre_check');
-    expect(step.event).toEqual({ timestamp: expect.any(String), description: 'Performing pre-flight sanity check' });
+    expect(step.event).toEqual({ timestamp: expect.any(String), description: 'Pre-flight sanity check' });
     expect(entry.messages.at(-1).event.vm.uuid).toBe(params.uuid);
     // What the task logged, in the real entry-log shape.
-    const built = entry.log.find((l: any) => l.message.includes('Built payload'));
-    expect(built).toMatchObject({ level: 'info', type: 'message', timestamp: expect.any(String) });
-    expect(built.message[0].payload.uuid).toBe(params.uuid);
+    // vmadm's warning about the CNAPI params it does not take (VM.js normalizePayload).
+    const warned = entry.log.find((l: any) => l.level === 'warn' && l.message[0]?.removed);
+    expect(warned).toMatchObject({ level: 'warn', type: 'message', timestamp: expect.any(String) });
+    expect(warned.message[0]).toMatchObject({ vm: params.uuid, action: 'create' });
+    expect(warned.message[0].removed).toEqual(expect.arrayContaining(['server_uuid', 'dataset_url', 'nics.*.belongs_to_uuid']));
+  });
+
+  it('skips fetch_dataset for an image the CN already has (sdc-cn-agent machine_create.js)', async () => {
+    const params = provisionParams(a.uuid);
+    expect((await postTask(a, 'machine_create', params)).status).toBe(200);
+    const again = provisionParams(a.uuid);
+    expect((await postTask(a, 'machine_create', again)).status).toBe(200);
+    const entry = (await history(a)).at(-1);
+    expect(names(entry).filter((n) => n?.startsWith('start:'))).toEqual([
+      'start:pre_check', 'start:ensure_dataset_present', 'start:add_firewall_rules', 'start:create_machine',
+    ]);
+    expect(entry.log.map((l: any) => l.message[0])).toContain(`Dataset zones/${String(again.image_uuid)} exists.`);
   });
 
   it('keeps only the 16 most recent tasks', async () => {

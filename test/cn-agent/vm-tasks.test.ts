@@ -96,6 +96,36 @@ describe('machine_* tasks', () => {
       expect(vm).not.toHaveProperty('vcpus');
     });
 
+    it('keeps a docker container\'s docker flag, filesystems and docker internal_metadata', async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_create.js hands the params to
+      // vmadm create as they are; smartos-live VM.js keeps what proptable.js allows for the
+      // brand (docker, filesystems) and adds docker:id, restart_init and init_name.
+      const { vm } = await create({
+        brand: 'lx',
+        kernel_version: '3.13.0',
+        docker: true,
+        filesystems: [{ source: '/zones/x/volumes/abc', target: '/data', type: 'lofs', options: [] }],
+        internal_metadata: { 'docker:cmd': '["nginx"]', 'docker:entrypoint': '[]', 'docker:env': '["A=1"]' },
+        restart_init: false,
+      });
+      expect(vm).toMatchObject({
+        brand: 'lx',
+        docker: true,
+        filesystems: [{ source: '/zones/x/volumes/abc', target: '/data', type: 'lofs', options: [] }],
+        internal_metadata: {
+          'docker:cmd': '["nginx"]',
+          'docker:entrypoint': '[]',
+          'docker:env': '["A=1"]',
+          'docker:id': expect.stringMatching(/^[0-9a-f]{64}$/),
+        },
+        internal_metadata_namespaces: ['docker'],
+        init_name: '/native/usr/vm/sbin/dockerinit',
+        restart_init: false,
+        kernel_version: '3.13.0',
+      });
+      expect(vm.nics[0].interface).toBe('eth0');
+    });
+
     it('writes a VM file the original dummy vmadm loads', async () => {
       const { params } = await create();
       const dummy = new DummyVmadm({
@@ -143,6 +173,30 @@ describe('machine_* tasks', () => {
       expect(r.body.uuid).toBe(params.uuid);
       expect(r.body).not.toHaveProperty('vm');
       expect(r.body).toEqual(cn.cn.vms.get(params.uuid as string));
+    });
+
+    it("shows vmadm's create defaults and the fields a load always carries", async () => {
+      // smartos-live VM.js applyZoneDefaults / fixPayloadMemory (zero-UUID owner and billing
+      // id, dns_domain, tmpfs = max_physical_memory, shared-memory controls) and vmload
+      // (hvm, resolvers, firewall_enabled, zonedid, snapshots).
+      const { params } = await create({ owner_uuid: undefined, billing_id: undefined, resolvers: undefined, firewall_enabled: undefined });
+      const r = await postTask(cn, 'machine_load', { uuid: params.uuid });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({
+        owner_uuid: '00000000-0000-0000-0000-000000000000',
+        billing_id: '00000000-0000-0000-0000-000000000000',
+        dns_domain: 'local',
+        tmpfs: 256,
+        max_shm_memory: 256,
+        max_msg_ids: 4096,
+        max_sem_ids: 4096,
+        max_shm_ids: 4096,
+        hvm: false,
+        resolvers: [],
+        firewall_enabled: false,
+        zonedid: expect.any(Number),
+        snapshots: [],
+      });
     });
 
     it('reports a missing VM as VM.load error with restCode VmNotFound', async () => {
@@ -210,18 +264,29 @@ describe('machine_* tasks', () => {
   });
 
   describe('power tasks', () => {
-    it('machine_shutdown stops the VM; again fails unless idempotent', async () => {
+    it('machine_shutdown stops the VM; stopping it again succeeds, with or without idempotent', async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_shutdown.js through node-vmadm
+      // lib/index.sunos.js: `vmadm stop` of a stopped VM exits 0 (smartos-live vmadm.js), so
+      // the real task finishes with {vm}; the dummy-era mock answered 500 ENOTRUNNING.
       const { params } = await create();
       const r = await postTask(cn, 'machine_shutdown', { uuid: params.uuid, timeout: '30', force: false });
       expect(r.status).toBe(200);
       expect(r.body.vm).toMatchObject({ uuid: params.uuid, state: 'stopped', autoboot: false });
       const again = await postTask(cn, 'machine_shutdown', { uuid: params.uuid });
-      expect(again.status).toBe(500);
-      expect(again.body.error).toMatch(/^vmadm\.stop error: /);
-      expect(again.body.details).toEqual({ restCode: 'ENOTRUNNING' });
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body.vm).toMatchObject({ state: 'stopped', autoboot: false });
       const idem = await postTask(cn, 'machine_shutdown', { uuid: params.uuid, idempotent: true });
       expect(idem.status).toBe(200);
       expect(idem.body.vm.state).toBe('stopped');
+    });
+
+    it('machine_shutdown of a killed VM turns autoboot off (VM.js stop sets autoboot=false first)', async () => {
+      const { params } = await create();
+      await postTask(cn, 'machine_kill', { uuid: params.uuid, signal: 'KILL' });
+      expect(cn.cn.vms.get(params.uuid as string)).toMatchObject({ state: 'stopped', autoboot: true });
+      const r = await postTask(cn, 'machine_shutdown', { uuid: params.uuid });
+      expect(r.status).toBe(200);
+      expect(r.body.vm).toMatchObject({ state: 'stopped', autoboot: false });
     });
 
     it('machine_shutdown fails on a timeout that is not a number', async () => {
@@ -232,15 +297,18 @@ describe('machine_* tasks', () => {
       expect(cn.cn.vms.get(params.uuid as string)?.state).toBe('running');
     });
 
-    it('machine_boot starts the VM, applying `update` first; idempotent on a running VM', async () => {
+    it('machine_boot starts the VM, applying `update` first; starting a running VM succeeds', async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_boot.js: node-vmadm's start sees
+      // `vmadm start` exit 0 for a running VM (smartos-live vmadm.js treats EALREADYRUNNING
+      // as done), so the task answers {vm} with or without `idempotent`.
       const { params } = await create({ autoboot: false });
       expect(cn.cn.vms.get(params.uuid as string)?.state).toBe('stopped');
       const r = await postTask(cn, 'machine_boot', { uuid: params.uuid, update: { alias: 'renamed' } });
       expect(r.status).toBe(200);
       expect(r.body.vm).toMatchObject({ state: 'running', alias: 'renamed', autoboot: true });
       const again = await postTask(cn, 'machine_boot', { uuid: params.uuid });
-      expect(again.status).toBe(500);
-      expect(again.body).toMatchObject({ error: expect.stringMatching(/^vmadm\.start error: /), details: { restCode: 'EALREADYRUNNING' } });
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body.vm).toMatchObject({ state: 'running', boot_timestamp: r.body.vm.boot_timestamp });
       expect((await postTask(cn, 'machine_boot', { uuid: params.uuid, idempotent: 'true' })).status).toBe(200);
     });
 
@@ -270,6 +338,9 @@ describe('machine_* tasks', () => {
         expect(r.status).toBe(500);
         expect(r.body.details).toEqual({ restCode: 'VmNotFound' });
       }
+      // node-vmadm's ifExists answer for start and stop.
+      const boot = await postTask(cn, 'machine_boot', { uuid: newUuid() });
+      expect(boot.body.error).toBe('vmadm.start error: VM does not exist');
     });
   });
 
@@ -288,7 +359,9 @@ describe('machine_* tasks', () => {
       expect(entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value)).toEqual([0, 100]);
     });
 
-    it('reboots a running VM when NICs are added and answers with the VM after the reboot', async () => {
+    it('reboots a running VM when NICs are added, answering with the VM as loaded before the reboot', async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_update.js finishes with the VM it
+      // loaded before `vmadm reboot`.
       const { params, vm } = await create();
       await pause(5);
       const r = await postTask(cn, 'machine_update', {
@@ -298,7 +371,9 @@ describe('machine_* tasks', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       expect(r.body.vm.nics.map((n: any) => n.mac)).toContain('90:b8:d0:aa:bb:01');
       expect(r.body.vm.state).toBe('running');
-      expect(Date.parse(r.body.vm.boot_timestamp)).toBeGreaterThan(Date.parse(vm.boot_timestamp));
+      expect(r.body.vm.boot_timestamp).toBe(vm.boot_timestamp);
+      const after = cn.cn.vms.get(params.uuid as string)!;
+      expect(Date.parse(after.boot_timestamp!)).toBeGreaterThan(Date.parse(vm.boot_timestamp));
       const entry = (await history(cn)).at(-1);
       expect(entry.messages.filter((m: any) => m.name === 'progress').map((m: any) => m.event.value)).toEqual([0, 75, 100]);
     });
@@ -347,6 +422,35 @@ describe('machine_* tasks', () => {
       const r = await postTask(cn, 'machine_update', { uuid: params.uuid, max_physical_memory: 'lots' });
       expect(r.status).toBe(500);
       expect(r.body.error).toMatch(/^vmadm\.update error: .*max_physical_memory/);
+      // node-vmadm lib/index.sunos.js update: a missing zone is "VM does not exist" (VmNotFound).
+      const missing = await postTask(cn, 'machine_update', { uuid: newUuid(), alias: 'x' });
+      expect(missing.body).toMatchObject({ error: 'vmadm.update error: VM does not exist', details: { restCode: 'VmNotFound' } });
+    });
+
+    it('keeps every update key the brand takes (filesystems, docker, zlog_max_size) and never changes image_uuid', async () => {
+      // smartos-live proptable.js: add_filesystems, docker, zlog_max_size are update keys of
+      // joyent-minimal; image_uuid is not an update key of any brand (VM.js removes it).
+      const { params } = await create();
+      const r = await postTask(cn, 'machine_update', {
+        uuid: params.uuid,
+        image_uuid: newUuid(),
+        add_filesystems: [{ source: '/zones/x/volumes/v1', target: '/data', type: 'lofs', options: [] }],
+        zlog_max_size: 65536,
+        docker: true,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.vm).toMatchObject({
+        image_uuid: params.image_uuid,
+        filesystems: [{ source: '/zones/x/volumes/v1', target: '/data', type: 'lofs', options: [] }],
+        zlog_max_size: 65536,
+        docker: true,
+        restart_init: false,
+        init_name: '/usr/vm/sbin/dockerinit',
+        internal_metadata: { 'docker:id': expect.stringMatching(/^[0-9a-f]{64}$/) },
+      });
+      const entry = (await history(cn)).at(-1);
+      const warned = entry.log.find((l: any) => l.level === 'warn' && l.message[0]?.removed);
+      expect(warned.message[0].removed).toEqual(expect.arrayContaining(['image_uuid', 'uuid']));
     });
   });
 
@@ -365,31 +469,63 @@ describe('machine_* tasks', () => {
   });
 
   describe('snapshots', () => {
-    it('creates, rolls back to and deletes snapshots; deleting a missing one is not an error', async () => {
+    it('creates (newest first), rolls back (the VM ends running) and deletes snapshots', async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_*_snapshot.js; the rollback's end
+      // state is smartos-live VM.js rollback_snapshot's: halted, rolled back, started.
       const { params } = await create();
       const uuid = params.uuid;
       const c1 = await postTask(cn, 'machine_create_snapshot', { uuid, snapshot_name: 'snap1' });
       expect(c1.status).toBe(200);
-      expect(c1.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1']);
-      await pause(5);
+      expect(c1.body.vm.snapshots).toEqual([{ name: 'snap1', size: 0, created_at: expect.stringMatching(/:\d\d\.000Z$/) }]);
+      await pause(1001);
       const c2 = await postTask(cn, 'machine_create_snapshot', { uuid, snapshot_name: 'snap2' });
-      expect(c2.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1', 'snap2']);
+      expect(c2.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap2', 'snap1']);
       const rb = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'snap1' });
       expect(rb.status).toBe(200);
       expect(rb.body.vm.snapshots.map((s: any) => s.name)).toEqual(['snap1']);
-      expect(rb.body.vm.state).toBe('running');
+      expect(rb.body.vm).toMatchObject({ state: 'running', autoboot: true });
       const d = await postTask(cn, 'machine_delete_snapshot', { uuid, snapshot_name: 'snap1' });
       expect(d.status).toBe(200);
-      expect(d.body.vm.snapshots ?? []).toEqual([]);
-      expect((await postTask(cn, 'machine_delete_snapshot', { uuid, snapshot_name: 'snap1' })).status).toBe(200);
-      const missing = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'nope' });
-      expect(missing.status).toBe(500);
-      expect(missing.body.error).toBe(`vmadm.rollback_snapshot error: No snapshot named "nope" for ${uuid}`);
+      expect(d.body.vm.snapshots).toEqual([]);
+    });
+
+    it('a rollback of a stopped VM (as VMAPI\'s rollback workflow leaves it) ends with the VM running', async () => {
+      const { params } = await create();
+      const uuid = params.uuid;
+      await postTask(cn, 'machine_create_snapshot', { uuid, snapshot_name: 'before' });
+      await postTask(cn, 'machine_shutdown', { uuid });
+      const rb = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'before' });
+      expect(rb.status).toBe(200);
+      expect(rb.body.vm).toMatchObject({ state: 'running', autoboot: true });
+      expect(cn.cn.vms.get(uuid as string)!.state).toBe('running');
+    });
+
+    it("deleting or rolling back to a missing snapshot fails with node-vmadm's message, vmadm's reason in the log", async () => {
+      // node-vmadm lib/index.sunos.js turns vmadm's exit 1 into "vmadm exited with code: 1
+      // signal: null", so machine_delete_snapshot.js's "No snapshot named" match never
+      // applies on a real CN: the task fails (the dummy-era mock answered 200).
+      const { params } = await create();
+      const uuid = params.uuid as string;
+      const del = await postTask(cn, 'machine_delete_snapshot', { uuid, snapshot_name: 'nope' });
+      expect(del.status).toBe(500);
+      expect(del.body.error).toBe('vmadm.delete_snapshot error: vmadm exited with code: 1 signal: null');
+      expect(del.body).not.toHaveProperty('details');
+      const entry = (await history(cn)).at(-1);
+      const logged = entry.log.find((l: any) => l.message.includes('error executing vmadm'));
+      expect(logged.message[0]).toMatchObject({
+        cmdline: ['/usr/sbin/vmadm', 'delete-snapshot', uuid, 'nope'],
+        stderrLines: [`No snapshot named "nope" for ${uuid}`],
+      });
+      const rb = await postTask(cn, 'machine_rollback_snapshot', { uuid, snapshot_name: 'nope' });
+      expect(rb.status).toBe(500);
+      expect(rb.body.error).toBe('vmadm.rollback_snapshot error: vmadm exited with code: 1 signal: null');
+      const missingVm = await postTask(cn, 'machine_create_snapshot', { uuid: newUuid(), snapshot_name: 's' });
+      expect(missingVm.body).toMatchObject({ error: 'vmadm.create_snapshot error: VM does not exist', details: { restCode: 'VmNotFound' } });
     });
   });
 
   describe('machine_reprovision', () => {
-    it('moves the VM to the new image, keeping its state', async () => {
+    it('moves the VM to the new image; a stopped VM ends running (VM.js reprovision starts it)', async () => {
       const { params } = await create();
       const image = newUuid();
       const r = await postTask(cn, 'machine_reprovision', { uuid: params.uuid, image_uuid: image });
@@ -397,6 +533,9 @@ describe('machine_* tasks', () => {
       expect(r.body.vm).toMatchObject({ image_uuid: image, state: 'running' });
       const entry = (await history(cn)).at(-1);
       expect(entry.messages.map((m: any) => m.name)).toContain('start:reprovision_machine');
+      await postTask(cn, 'machine_shutdown', { uuid: params.uuid });
+      const again = await postTask(cn, 'machine_reprovision', { uuid: params.uuid, image_uuid: newUuid() });
+      expect(again.body.vm).toMatchObject({ state: 'running', autoboot: true });
       const missing = newUuid();
       const m = await postTask(cn, 'machine_reprovision', { uuid: missing, image_uuid: image });
       expect(m.status).toBe(500);
@@ -405,20 +544,31 @@ describe('machine_* tasks', () => {
   });
 
   describe('machine_info and machine_proc', () => {
-    it('machine_info answers vmadm info for a running bhyve VM and fails for a zone', async () => {
+    it("machine_info answers `vmadm info`'s text for a running bhyve VM and fails for a zone like node-vmadm", async () => {
+      // sdc-cn-agent lib/backends/smartos/tasks/machine_info.js finishes with what node-vmadm
+      // lib/index.sunos.js `info` returns: vmadm's stdout, JSON.stringify(info, null, 2).
       const { params } = await create({
         brand: 'bhyve',
         image_uuid: undefined,
         max_swap: undefined,
+        vnc_port: 5977,
         disks: [{ image_uuid: 'fd2cc906-8938-11e3-beab-4359c665ac99', boot: true, model: 'virtio', size: 10240 }],
       });
       const r = await postTask(cn, 'machine_info', { uuid: params.uuid, types: ['vnc'] });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      expect(r.body.vnc).toMatchObject({ host: expect.any(String), port: expect.any(Number) });
+      expect(typeof r.body).toBe('string');
+      const info = JSON.parse(r.body);
+      expect(r.body).toBe(`${JSON.stringify(info, null, 2)}\n`);
+      expect(info).toEqual({ vnc: { host: cn.cn.sysinfo['Admin IP'], port: 5977, display: 77 } });
       const zone = await create();
       const z = await postTask(cn, 'machine_info', { uuid: zone.params.uuid });
       expect(z.status).toBe(500);
-      expect(z.body.error).toMatch(/^vmadm\.info error: /);
+      expect(z.body.error).toBe('vmadm.info error: vmadm exited with code: 1 signal: null');
+      const entry = (await history(cn)).at(-1);
+      const logged = entry.log.find((l: any) => l.message.includes('error executing vmadm'));
+      expect(logged.message[0].stderrLines).toEqual([
+        `Unable to get VM info for VM ${zone.params.uuid}: no info types supported for brand joyent-minimal`,
+      ]);
     });
 
     it('machine_proc lists the zone init for a running VM and refuses a stopped one', async () => {

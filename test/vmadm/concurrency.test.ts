@@ -70,7 +70,7 @@ describe('concurrent updates', () => {
   it('a failing update does not block the next one on the same VM', async () => {
     const vm = await fx.store.create(osPayload());
     const [bad, good] = await Promise.allSettled([
-      fx.store.update(vm.uuid, { nonsense: 1 }),
+      fx.store.update(vm.uuid, { ram: 'nonsense' }),
       fx.store.update(vm.uuid, { alias: 'fine' }),
     ]);
     expect(bad.status).toBe('rejected');

@@ -30,11 +30,14 @@ export interface Fixture {
   cleanup(): Promise<void>;
 }
 
-export async function makeFixture(opts: { watch?: boolean; root?: string; serverUuid?: string } = {}): Promise<Fixture> {
+export async function makeFixture(
+  opts: { watch?: boolean; root?: string; serverUuid?: string; now?: () => number } = {},
+): Promise<Fixture> {
   const root = opts.root ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-vmadm-')));
   const serverUuid = opts.serverUuid ?? newUuid();
   const log = createQuietLogger('vmadm-test');
-  let vmadm = new Vmadm({ root, log, watch: opts.watch ?? false });
+  const clock = opts.now ? { now: opts.now } : {};
+  let vmadm = new Vmadm({ root, log, watch: opts.watch ?? false, ...clock });
   const vmsDir = path.join(root, 'servers', serverUuid, 'vms');
   const fx: Fixture = {
     root,
@@ -46,7 +49,7 @@ export async function makeFixture(opts: { watch?: boolean; root?: string; server
     readFile: async (uuid) => JSON.parse(await fsp.readFile(fx.fileOf(uuid), 'utf8')) as Record<string, unknown>,
     async reopen(o = {}) {
       await vmadm.close();
-      vmadm = new Vmadm({ root, log, watch: o.watch ?? false });
+      vmadm = new Vmadm({ root, log, watch: o.watch ?? false, ...clock });
       fx.vmadm = vmadm;
       fx.store = await vmadm.openServer(serverUuid, identity(serverUuid));
       return fx.store;
@@ -112,4 +115,18 @@ export async function expectReject(p: Promise<unknown>): Promise<Record<string, 
     return err as Record<string, unknown> & Error;
   }
   throw new Error('expected a rejection');
+}
+
+/** A WriteOptions log that records vmadm's warnings (the keys a write removed). */
+export function warningLog(): { calls: unknown[][]; warn(...args: unknown[]): void; removed(): string[] } {
+  const calls: unknown[][] = [];
+  return {
+    calls,
+    warn(...args: unknown[]) {
+      calls.push(args);
+    },
+    removed() {
+      return calls.flatMap((c) => ((c[0] as { removed?: string[] } | undefined)?.removed ?? []));
+    },
+  };
 }

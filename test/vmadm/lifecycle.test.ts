@@ -1,7 +1,9 @@
 /**
  * start / stop / reboot / kill / reprovision / delete, snapshots, info and sysrq: state
  * and zone_state transitions, boot and exit data, pid/zoneid, the intermediate states
- * consumers see as events, and vmadm's errors.
+ * consumers see as events, and vmadm's errors. End states follow SmartOS: smartos-live
+ * src/vm/sbin/vmadm.js (start/stop exit 0 on EALREADYRUNNING/ENOTRUNNING) and
+ * src/vm/node_modules/VM.js (stop, rollback_snapshot, reprovision), vmload (snapshots).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { promises as fsp } from 'node:fs';
@@ -46,13 +48,32 @@ describe('start and stop', () => {
     expect(updated.zoneid).toBe(started.zoneid);
   });
 
-  it('refuses to start a running VM or stop a stopped one, with vmadm codes', async () => {
-    const e1 = await expectReject(fx.store.start(vm.uuid));
-    expect(e1).toMatchObject({ restCode: 'EALREADYRUNNING', statusCode: 409 });
+  it('starting a running VM changes nothing and succeeds, as `vmadm start` exits 0', async () => {
+    const rec = recordEvents(fx.store);
+    const out = await fx.store.start(vm.uuid);
+    expect(out).toMatchObject({ state: 'running', boot_timestamp: vm.boot_timestamp, last_modified: vm.last_modified });
+    expect(rec.events).toEqual([]);
+  });
+
+  it('stopping a stopped VM succeeds: a plain stop still sets autoboot=false, -F changes nothing', async () => {
+    await fx.store.kill(vm.uuid, { signal: 'SIGKILL' }); // halted, autoboot still true
+    const rec = recordEvents(fx.store);
+    const forced = await fx.store.stop(vm.uuid, { force: true });
+    expect(forced).toMatchObject({ state: 'stopped', autoboot: true });
+    expect(rec.events).toEqual([]);
+    const plain = await fx.store.stop(vm.uuid);
+    expect(plain).toMatchObject({ state: 'stopped', autoboot: false, exit_status: 137 });
+    expect(rec.events.map((e) => e.changes!.map((c) => c.prettyPath).filter((p) => p !== 'last_modified'))).toEqual([['autoboot']]);
     await fx.store.stop(vm.uuid);
-    const e2 = await expectReject(fx.store.stop(vm.uuid));
-    expect(e2).toMatchObject({ restCode: 'ENOTRUNNING' });
-    expect(e2.message).toContain("not 'running'");
+    expect(rec.events).toHaveLength(1);
+  });
+
+  it('refuses to start a VM that is neither stopped nor running', async () => {
+    await fx.store.reprovision(vm.uuid, { image_uuid: newUuid() });
+    const file = await fx.readFile(vm.uuid);
+    await fsp.writeFile(fx.fileOf(vm.uuid), `${JSON.stringify({ ...file, state: 'failed' }, null, 2)}\n`);
+    const store = await fx.reopen();
+    await expect(store.start(vm.uuid)).rejects.toMatchObject({ message: 'Cannot start vm from state "failed", must be "stopped".' });
   });
 });
 
@@ -66,7 +87,16 @@ describe('reboot', () => {
     expect(out.boot_timestamp).not.toBe(vm.boot_timestamp);
     expect(rec.events[1]!.vm.pid).toBeUndefined();
     await fx.store.stop(vm.uuid);
-    await expect(fx.store.reboot(vm.uuid)).rejects.toMatchObject({ code: 'Conflict' });
+    await expect(fx.store.reboot(vm.uuid)).rejects.toMatchObject({
+      code: 'Conflict',
+      message: 'Cannot reboot vm from state "stopped", must be "running"',
+    });
+  });
+
+  it('a stopped docker container is started by a reboot (VM.js reboot)', async () => {
+    const d = await fx.store.create(osPayload({ docker: true, autoboot: false }));
+    const out = await fx.store.reboot(d.uuid);
+    expect(out).toMatchObject({ state: 'running', autoboot: true });
   });
 });
 
@@ -105,12 +135,25 @@ describe('reprovision', () => {
     expect(await fx.readFile(vm.uuid)).not.toHaveProperty('zone_state');
   });
 
-  it('a stopped VM stays stopped; bad image uuid refused', async () => {
+  it('a stopped VM ends running too (VM.js reprovision installs with autoboot); bad image uuid refused', async () => {
     await fx.store.stop(vm.uuid);
     const image = newUuid();
+    const rec = recordEvents(fx.store);
     const out = await fx.store.reprovision(vm.uuid, { image_uuid: image });
-    expect(out).toMatchObject({ state: 'stopped', image_uuid: image });
+    expect(states(rec.events)).toEqual(['provisioning/stopped', 'provisioning/stopped', 'provisioning/running', 'running/running']);
+    expect(out).toMatchObject({ state: 'running', autoboot: true, image_uuid: image });
     await expect(fx.store.reprovision(vm.uuid, { image_uuid: 'nope' })).rejects.toMatchObject({ code: 'ValidationFailed' });
+  });
+
+  it("refuses kvm and indestructible_zoneroot VMs with VM.js's messages", async () => {
+    const k = await fx.store.create(bhyvePayload({ brand: 'kvm' }));
+    await expect(fx.store.reprovision(k.uuid, { image_uuid: newUuid() })).rejects.toMatchObject({
+      message: 'brand "kvm" does not yet support reprovision',
+    });
+    await fx.store.update(vm.uuid, { indestructible_zoneroot: true });
+    await expect(fx.store.reprovision(vm.uuid, { image_uuid: newUuid() })).rejects.toMatchObject({
+      message: 'indestructible_zoneroot is set, cannot reprovision',
+    });
   });
 });
 
@@ -166,14 +209,42 @@ describe('every operation on a missing VM gives VmNotFound', () => {
 });
 
 describe('snapshots', () => {
-  it('create, list in order, refuse duplicates and bad names', async () => {
+  it('create, list newest first with size and whole-second created_at, refuse duplicates and bad names', async () => {
     const a = await fx.store.createSnapshot(vm.uuid, 'first');
     const b = await fx.store.createSnapshot(vm.uuid, 'second');
     expect(a.snapshots!.map((s) => s.name)).toEqual(['first']);
-    expect(b.snapshots!.map((s) => s.name)).toEqual(['first', 'second']);
-    expect(b.snapshots![1]!.created_at > b.snapshots![0]!.created_at).toBe(true);
+    // Both may fall in one second: same-second snapshots keep the order they were taken in.
+    const names = b.snapshots!.map((s) => s.name);
+    if (b.snapshots![0]!.created_at === b.snapshots![1]!.created_at) expect(names).toEqual(['first', 'second']);
+    else expect(names).toEqual(['second', 'first']);
+    for (const snap of b.snapshots!) {
+      expect(snap.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
+      expect(snap.size).toBe(0);
+    }
     await expect(fx.store.createSnapshot(vm.uuid, 'first')).rejects.toMatchObject({ message: 'snapshot with name "first" already exists.' });
     await expect(fx.store.createSnapshot(vm.uuid, 'bad name!')).rejects.toMatchObject({ code: 'ValidationFailed' });
+  });
+
+  it('lists snapshots taken in later seconds first (vmload sorts by created_at, newest first)', async () => {
+    let t = Date.parse('2024-05-01T10:00:00.250Z');
+    // A clock we control: snapshots one second apart, two of them in the same second.
+    const clocked = await makeFixture({ now: () => t });
+    const v = await clocked.store.create(osPayload());
+    for (const [name, dt] of [['s1', 0], ['s2', 1000], ['s3', 300], ['s4', 1000]] as const) {
+      t += dt;
+      await clocked.store.createSnapshot(v.uuid, name);
+    }
+    const snaps = clocked.store.get(v.uuid)!.snapshots!;
+    expect(snaps.map((s) => [s.name, s.created_at])).toEqual([
+      ['s4', '2024-05-01T10:00:02.000Z'],
+      ['s2', '2024-05-01T10:00:01.000Z'],
+      ['s3', '2024-05-01T10:00:01.000Z'],
+      ['s1', '2024-05-01T10:00:00.000Z'],
+    ]);
+    // zfs rollback -r: everything taken after s2 goes, s3 (same second, later) too.
+    const out = await clocked.store.rollbackSnapshot(v.uuid, 's2');
+    expect(out.snapshots!.map((s) => s.name)).toEqual(['s2', 's1']);
+    await clocked.cleanup();
   });
 
   it('delete, with the real error for a missing snapshot', async () => {
@@ -184,18 +255,18 @@ describe('snapshots', () => {
     expect(e).toMatchObject({ code: 'SnapshotNotFound', statusCode: 404, message: `No snapshot named "s1" for ${vm.uuid}` });
   });
 
-  it('rollback drops newer snapshots; a running VM is stopped and started around it', async () => {
+  it('rollback drops newer snapshots and always ends with the VM started (VM.js rollback_snapshot)', async () => {
     for (const n of ['a', 'b', 'c']) await fx.store.createSnapshot(vm.uuid, n);
     const rec = recordEvents(fx.store);
     const out = await fx.store.rollbackSnapshot(vm.uuid, 'b');
-    expect(out.snapshots!.map((s) => s.name)).toEqual(['a', 'b']);
+    expect(out.snapshots!.map((s) => s.name).sort()).toEqual(['a', 'b']);
     expect(states(rec.events)).toEqual(['stopped/stopped', 'stopped/stopped', 'running/running']);
-    expect(out.state).toBe('running');
+    expect(out).toMatchObject({ state: 'running', autoboot: true });
     await expect(fx.store.rollbackSnapshot(vm.uuid, 'c')).rejects.toMatchObject({ message: `No snapshot named "c" for ${vm.uuid}` });
     await fx.store.stop(vm.uuid);
-    const stopped = await fx.store.rollbackSnapshot(vm.uuid, 'a');
-    expect(stopped).toMatchObject({ state: 'stopped' });
-    expect(stopped.snapshots!.map((s) => s.name)).toEqual(['a']);
+    const started = await fx.store.rollbackSnapshot(vm.uuid, 'a');
+    expect(started).toMatchObject({ state: 'running', autoboot: true });
+    expect(started.snapshots!.map((s) => s.name)).toEqual(['a']);
   });
 
   it('kvm VMs cannot be snapshotted', async () => {

@@ -1,11 +1,13 @@
 /**
- * vmadm update: every documented key, the memory rules, NIC and disk edits, and the
- * refusals (unknown, read-only, wrong-brand keys; bad values) that leave the VM untouched.
+ * vmadm update: every documented key, the memory rules, NIC, disk, filesystem and PCI
+ * device edits, docker, keys a brand cannot update (removed with a warning, as SmartOS
+ * VM.js normalizePayload does; image_uuid among them) and bad values (refused, the VM
+ * untouched). Facts: smartos-live src/vm/node_modules/VM.js, proptable.js.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/common/uuid.js';
 import type { Vm } from '../../src/vmadm/types.js';
-import { bhyvePayload, expectReject, makeFixture, osPayload, recordEvents, type Fixture } from './helpers.js';
+import { bhyvePayload, expectReject, makeFixture, osPayload, recordEvents, warningLog, type Fixture } from './helpers.js';
 
 let fx: Fixture;
 let vm: Vm;
@@ -178,31 +180,60 @@ describe('update: bhyve disks', () => {
     expect(again.disks![2]!.path).toBe(path2);
   });
 
-  it('disk keys are refused for OS VMs', async () => {
-    const e = await expectReject(fx.store.update(vm.uuid, { add_disks: [{ size: 1 }] }));
-    expect(e).toMatchObject({ code: 'ValidationFailed' });
-    expect(e.message).toContain('add_disks');
+  it('disk keys are removed, with a warning, from an OS VM update', async () => {
+    const w = warningLog();
+    const out = await fx.store.update(vm.uuid, { add_disks: [{ size: 1 }], alias: 'still' }, { log: w });
+    expect(w.removed()).toEqual(['add_disks']);
+    expect(out.alias).toBe('still');
+    expect(out).not.toHaveProperty('disks');
   });
 });
 
-describe('update: refusals', () => {
-  it('unknown, read-only and wrong-brand keys are refused, naming the key, and nothing changes', async () => {
+describe('update: keys vmadm does not take, and bad values', () => {
+  it('removes unknown, read-only and wrong-brand keys (image_uuid too) with one warning, applying the rest', async () => {
+    const w = warningLog();
+    const before = fx.store.get(vm.uuid)!;
+    const out = await fx.store.update(
+      vm.uuid,
+      {
+        frobnicate: true,
+        state: 'stopped',
+        tags: { a: 1 },
+        nics: [],
+        brand: 'lx',
+        zonepath: '/x',
+        last_modified: 'now',
+        vcpus: 4,
+        image_uuid: newUuid(),
+        hvm: true,
+        uuid: vm.uuid,
+        server_uuid: newUuid(),
+        jobid: 'j1',
+        alias: 'applied',
+      },
+      { log: w },
+    );
+    expect(w.calls).toHaveLength(1);
+    expect(w.removed().sort()).toEqual(
+      ['brand', 'frobnicate', 'hvm', 'image_uuid', 'jobid', 'last_modified', 'nics', 'server_uuid', 'state', 'tags', 'uuid', 'vcpus', 'zonepath'].sort(),
+    );
+    expect(out.alias).toBe('applied');
+    for (const k of ['state', 'tags', 'nics', 'brand', 'zonepath', 'image_uuid', 'server_uuid'] as const) {
+      expect(out[k], k).toEqual(before[k]);
+    }
+    expect(out).not.toHaveProperty('vcpus');
+    expect(out).not.toHaveProperty('frobnicate');
+  });
+
+  it('refuses bad values of keys it takes, naming the key, and nothing changes', async () => {
     const rec = recordEvents(fx.store);
     const before = await fx.readFile(vm.uuid);
     for (const [payload, key] of [
-      [{ frobnicate: true }, 'frobnicate'],
-      [{ alias: 'ok', state: 'stopped' }, 'state'],
-      [{ tags: { a: 1 } }, 'tags'],
-      [{ nics: [] }, 'nics'],
-      [{ brand: 'lx' }, 'brand'],
-      [{ zonepath: '/x' }, 'zonepath'],
-      [{ last_modified: 'now' }, 'last_modified'],
-      [{ vcpus: 4 }, 'vcpus'],
       [{ ram: 'big' }, 'ram'],
       [{ autoboot: 'yes' }, 'autoboot'],
       [{ set_tags: 'x' }, 'set_tags'],
-      [{ uuid: newUuid() }, 'uuid'],
-      [{ server_uuid: newUuid() }, 'server_uuid'],
+      [{ alias: 'ok', owner_uuid: {} }, 'owner_uuid'],
+      [{ add_filesystems: [{ source: '/x' }] }, 'add_filesystems.0.target'],
     ] as [Record<string, unknown>, string][]) {
       const e = await expectReject(fx.store.update(vm.uuid, payload));
       expect(e.code, key).toBe('ValidationFailed');
@@ -213,17 +244,13 @@ describe('update: refusals', () => {
     expect(rec.events).toEqual([]);
   });
 
-  it('ignores the request envelope keys cn-agent passes through', async () => {
-    const out = await fx.store.update(vm.uuid, {
-      uuid: vm.uuid,
-      server_uuid: fx.serverUuid,
-      req_id: 'r1',
-      jobid: 'j1',
-      include_dni: true,
-      alias: 'env-ok',
-    });
+  it("drops node-vmadm's own options without a warning", async () => {
+    const w = warningLog();
+    const logger: Record<string, unknown> = {};
+    logger.self = logger; // a logger JSON cannot copy, as node-vmadm's callers pass it
+    const out = await fx.store.update(vm.uuid, { req_id: 'r1', include_dni: true, log: logger, alias: 'env-ok' }, { log: w });
     expect(out.alias).toBe('env-ok');
-    expect(out).not.toHaveProperty('jobid');
+    expect(w.calls).toEqual([]);
   });
 
   it('a missing VM gives VmNotFound', async () => {
@@ -247,5 +274,70 @@ describe('update: refusals', () => {
       expect(Date.parse(out.last_modified!)).toBeGreaterThan(Date.parse(prev));
       prev = out.last_modified!;
     }
+  });
+});
+
+describe('update: what vmadm keeps for the brand', () => {
+  it('memory changes carry tmpfs (same ratio) and fill max_shm_memory and the IPC limits a VM lacks', async () => {
+    // VM.js fixPayloadMemory: created with 512 MiB, tmpfs 512; halve tmpfs, then double the memory.
+    expect(vm).toMatchObject({ max_physical_memory: 512, tmpfs: 512, max_shm_memory: 512 });
+    await fx.store.update(vm.uuid, { tmpfs: 256 });
+    const grown = await fx.store.update(vm.uuid, { ram: 1024 });
+    expect(grown).toMatchObject({ max_physical_memory: 1024, tmpfs: 512, max_shm_memory: 512 });
+    const clamped = await fx.store.update(vm.uuid, { tmpfs: 4096 });
+    expect(clamped.tmpfs).toBe(1024);
+    const both = await fx.store.update(vm.uuid, { max_physical_memory: 2048, tmpfs: 100, max_shm_memory: 64 });
+    expect(both).toMatchObject({ tmpfs: 100, max_shm_memory: 64 });
+  });
+
+  it('docker: true on update adds docker:id through set_internal_metadata and keeps an existing one', async () => {
+    const out = await fx.store.update(vm.uuid, { docker: true });
+    expect(out).toMatchObject({
+      docker: true,
+      restart_init: false,
+      init_name: '/usr/vm/sbin/dockerinit',
+      internal_metadata_namespaces: ['docker'],
+      internal_metadata: { 'sdc:x': 'y', 'docker:id': expect.stringMatching(/^[0-9a-f]{64}$/) },
+    });
+    const again = await fx.store.update(vm.uuid, { docker: true, init_name: '/other' });
+    expect(again.internal_metadata!['docker:id']).toBe(out.internal_metadata!['docker:id']);
+    expect(again.init_name).toBe('/other');
+  });
+
+  it('add_, update_ and remove_filesystems by target; fs_allowed, zlog_max_size, zfs data properties', async () => {
+    const added = await fx.store.update(vm.uuid, {
+      add_filesystems: [
+        { source: '/a', target: '/mnt/a', type: 'lofs', options: ['ro'] },
+        { source: '/b', target: '/mnt/b', type: 'lofs' },
+      ],
+      fs_allowed: ['ufs'],
+      zlog_max_size: 4096,
+      zfs_data_compression: 'lz4',
+    });
+    expect(added).toMatchObject({
+      filesystems: [
+        { source: '/a', target: '/mnt/a', type: 'lofs', options: ['ro'] },
+        { source: '/b', target: '/mnt/b', type: 'lofs' },
+      ],
+      fs_allowed: ['ufs'],
+      zlog_max_size: 4096,
+      zfs_data_compression: 'lz4',
+    });
+    const changed = await fx.store.update(vm.uuid, {
+      update_filesystems: [{ target: '/mnt/a', options: ['rw'] }],
+      remove_filesystems: ['/mnt/b'],
+    });
+    expect(changed.filesystems).toEqual([{ source: '/a', target: '/mnt/a', type: 'lofs', options: ['rw'] }]);
+  });
+
+  it('bhyve: add_, update_ and remove_pci_devices by path', async () => {
+    const h = await fx.store.create(bhyvePayload());
+    const dev = '/devices/pci@0,0/pci8086,6f08@3';
+    const added = await fx.store.update(h.uuid, { add_pci_devices: [{ path: dev, pci_slot: '0:7:0' }] });
+    expect(added.pci_devices).toEqual([{ path: dev, pci_slot: '0:7:0' }]);
+    const moved = await fx.store.update(h.uuid, { update_pci_devices: [{ path: dev, pci_slot: '0:8:0' }] });
+    expect(moved.pci_devices).toEqual([{ path: dev, pci_slot: '0:8:0' }]);
+    const gone = await fx.store.update(h.uuid, { remove_pci_devices: [dev] });
+    expect(gone.pci_devices).toEqual([]);
   });
 });

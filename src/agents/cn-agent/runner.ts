@@ -263,7 +263,7 @@ export class TaskRunner {
       this.counters.succeeded++;
       finishEntry(entry, 'finished');
       const value = res.result ?? {};
-      if (Array.isArray(value)) {
+      if (Array.isArray(value) || typeof value === 'string') {
         recordEvent(entry, 'finish', value);
         return { statusCode: 200, body: value };
       }

@@ -43,10 +43,11 @@ export interface TaskEnvironment {
 export type TaskParams = Record<string, unknown>;
 
 /**
- * A task's finish value. An object gets the params' `req_id` (if any) added before it is sent; an array (the zfs
- * listings) is sent as it is, as the real agent's JSON encoding of an array does.
+ * A task's finish value. An object gets the params' `req_id` (if any) added before it is sent;
+ * an array (the zfs listings) or a string (machine_info's `vmadm info` text) is sent as it is,
+ * JSON-encoded, as the real agent's `res.send(200, value)` does.
  */
-export type TaskResult = Record<string, unknown> | unknown[];
+export type TaskResult = Record<string, unknown> | unknown[] | string;
 
 /** The log a task writes: bunyan-style calls, kept in its log file and its history entry. */
 export interface TaskLog {

@@ -1,8 +1,8 @@
 /**
  * CNAPI's VM routes (sdc-cnapi lib/endpoints/vms.js): each sends one cn-agent task with the
  * merged request parameters. Asynchronous ones answer `{"id": <task id>}` at once;
- * VmLoad, VmProc and VmInfo wait for cn-agent (60 s, 20 s, 10 s) and map a `VmNotFound`
- * restCode to `404 "VM <uuid> not found"`.
+ * VmLoad, VmProc, VmInfo and VmVnc wait for cn-agent (60 s, 20 s, 10 s, 10 s) and map a
+ * `VmNotFound` restCode to `404 "VM <uuid> not found"`.
  */
 import dns from 'node:dns/promises';
 import net from 'node:net';
@@ -147,6 +147,16 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     }),
   );
 
+  server.get(
+    { path: '/servers/:server_uuid/vms/:uuid/vnc', name: 'VmVnc' },
+    route(log, async (req) => {
+      const { server: s, p } = vmPreconditions(ctx, req);
+      ensureParamsValid(p, VM_RULES);
+      const info = await syncVmTask(ctx, s, 'machine_info', { uuid: p.uuid, types: ['vnc'] }, req.getId(), 10, p.uuid as string, true);
+      return ok(vncOf(info.body));
+    }),
+  );
+
   simple('post', '/servers/:server_uuid/vms/:uuid/update', 'VmUpdate', 'machine_update');
   simple('post', '/servers/:server_uuid/vms/:uuid/start', 'VmStart', 'machine_boot', (p) => checkUpdateLimited(p, 'start'));
   simple('post', '/servers/:server_uuid/vms/:uuid/stop', 'VmStop', 'machine_shutdown');
@@ -199,6 +209,24 @@ async function syncVmTask(
     throw new MockcloudError('InternalError', `posting task to cn-agent: ${outcome.message}`);
   }
   return ok(outcome.body);
+}
+
+/**
+ * VmVnc (sdc-cnapi lib/endpoints/vms.js VM.vnc): `JSON.parse` of machine_info's text, then
+ * `{host, port}` of its `vnc` (keys left out when vmadmd has no listener for the VM).
+ */
+function vncOf(infoText: unknown): { host?: unknown; port?: unknown } {
+  let info: { vnc?: { host?: unknown; port?: unknown } };
+  try {
+    info = JSON.parse(infoText as string) as typeof info;
+  } catch {
+    throw new MockcloudError('InternalError', 'failed to parse JSON response from vm.info');
+  }
+  if (!info?.vnc || typeof info.vnc !== 'object') {
+    // Real CNAPI reads `vminfo.vnc.host` unchecked and its process dies here; we answer 500.
+    throw new MockcloudError('InternalError', 'vm.info answered without vnc');
+  }
+  return { host: info.vnc.host, port: info.vnc.port };
 }
 
 /**

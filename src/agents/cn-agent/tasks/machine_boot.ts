@@ -1,3 +1,9 @@
+/**
+ * machine_boot (sdc-cn-agent lib/backends/smartos/tasks/machine_boot.js): `update` first,
+ * then `vmadm start`. Starting a running VM is no error on a real CN (vmadm exits 0), so
+ * the task answers `{vm}` with or without `idempotent`; the task keeps the real one's
+ * idempotent path for a start that fails with EALREADYRUNNING.
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { validatePower, type PowerParams } from './power-params.js';
@@ -13,7 +19,7 @@ export const machineBoot = defineTask<PowerParams>({
     const vms = nodeVmadm(ctx);
     if (p.update) {
       ctx.log.info('Updating vm before starting');
-      await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }));
+      await vmadmCall('vmadm.update', () => vms.update(p.uuid, p.update!));
     }
     try {
       await vms.start(p.uuid);

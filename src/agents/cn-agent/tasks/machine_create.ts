@@ -1,11 +1,15 @@
 /**
  * machine_create: the stepped task, with the real event sequence (`start:pre_check` …
- * `end:create_machine` and progress 20/30/50/60/100). The payload is create-payload.ts's.
+ * `end:create_machine` and progress 20/30/50/60/100; fetch_dataset only for an image the
+ * CN does not have yet). Like the real task
+ * (sdc-cn-agent lib/backends/smartos/tasks/machine_create.js), the params go to vmadm
+ * create as they are: vmadm keeps every property the brand takes (docker's `docker`,
+ * `filesystems` and internal_metadata included) and removes the rest with a warning in
+ * the task log.
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { mapCreatePayload } from './create-payload.js';
-import { markImageInstalled } from './installed-images.js';
+import { isImageInstalled, markImageInstalled } from './installed-images.js';
 import { includeDni, nodeVmadm } from './node-vmadm.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
 import { messageOf, restCodeOf } from './vm-common.js';
@@ -50,26 +54,32 @@ export const machineCreate = defineTask<CreateParams>({
     const vms = ctx.cn.vms;
     let failure: unknown;
     try {
-      await ctx.step('pre_check', 'Performing pre-flight sanity check', 20, async () => {
+      await ctx.step('pre_check', 'Pre-flight sanity check', 20, async () => {
         if (await vms.exists(p.uuid, { include_dni: true })) throw new TaskError(`Machine ${p.uuid} exists.`);
       });
-      await ctx.step('ensure_dataset_present', 'Checking for required image/dataset', 30, async () => {
-        if (p.imageUuid) ctx.log.info('Checking whether image %s is installed', p.imageUuid);
+      // The real task lists `<zpool>/<image>` and runs fetch_dataset only when it is missing.
+      const dataset = `${typeof ctx.rawParams.zpool === 'string' ? ctx.rawParams.zpool : 'zones'}/${String(p.imageUuid)}`;
+      const found = await ctx.step('ensure_dataset_present', 'Checking for zone template dataset', 30, async () => {
+        ctx.log.info(`Checking whether zone template dataset ${dataset} exists on the system.`);
+        const installed = p.imageUuid !== undefined && isImageInstalled(ctx, p.imageUuid);
+        ctx.log.info(installed ? `Dataset ${dataset} exists.` : "Dataset template didn't appear to exist.");
+        return installed;
       });
-      await ctx.step('fetch_dataset', 'Fetching image/dataset', 50, async () => {
-        // A mock CN holds no image data: the image counts as imported from here on.
-        if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
-        ctx.log.info('Dataset exists, not fetching');
-      });
-      const payload = await ctx.step('build_payload', 'Building VM payload', 60, async () => {
-        const ignored: string[] = [];
-        const built = mapCreatePayload(ctx.rawParams, p.brand, ignored);
-        if (ignored.length > 0) ctx.log.warn({ ignored }, 'Warning: ignored some unrecognized payload properties');
-        ctx.log.info({ payload: built }, 'Built payload');
-        return built;
+      if (!found) {
+        await ctx.step('fetch_dataset', 'Fetching zone template dataset', 50, async () => {
+          // A mock CN holds no image data: the image counts as imported from here on.
+          if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
+        });
+      }
+      await ctx.step('add_firewall_rules', 'Adding firewall rules', 60, async () => {
+        const rules = ctx.rawParams.firewall_rules;
+        if (!Array.isArray(rules)) ctx.log.info('No firewall_rules property in params: not adding');
+        else if (rules.length === 0) ctx.log.info('No firewall rules to add in params');
+        // A mock CN runs no firewaller: the rules are not applied (docs/differences.md).
+        else ctx.log.info({ rules: rules.length }, 'firewall rules not applied: a mock CN has no firewaller');
       });
       const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
-        vms.create(payload as Parameters<typeof vms.create>[0]),
+        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }),
       );
       return await finishValue(ctx, vm.uuid);
     } catch (err) {

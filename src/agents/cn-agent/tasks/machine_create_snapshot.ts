@@ -1,3 +1,8 @@
+/**
+ * machine_create_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_create_snapshot.js):
+ * `vmadm create-snapshot <uuid> <name>` through node-vmadm, then `{vm}`; a failure is
+ * node-vmadm's `vmadm exited with code: 1 signal: null` (vmadm's reason in the task log).
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';

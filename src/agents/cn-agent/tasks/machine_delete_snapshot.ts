@@ -1,3 +1,10 @@
+/**
+ * machine_delete_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_delete_snapshot.js):
+ * `vmadm delete-snapshot <uuid> <name>`, then `{vm}`. The real task lets an error whose
+ * message matches "No snapshot named" pass, but node-vmadm on SmartOS reports every
+ * failure as `vmadm exited with code: 1 signal: null` (vmadm's "No snapshot named ..." is
+ * on stderr), so deleting a snapshot that does not exist fails on a real CN, and here.
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';

@@ -1,3 +1,9 @@
+/**
+ * machine_rollback_snapshot (sdc-cn-agent lib/backends/smartos/tasks/machine_rollback_snapshot.js):
+ * `vmadm rollback-snapshot <uuid> <name>`, which halts the VM, rolls back and starts it
+ * again (always: VMAPI's rollback workflow stops the VM first and relies on this), then
+ * `{vm}`. A missing snapshot fails with node-vmadm's `vmadm exited with code: 1 signal: null`.
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from './params.js';

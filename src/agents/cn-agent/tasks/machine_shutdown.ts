@@ -1,3 +1,9 @@
+/**
+ * machine_shutdown (sdc-cn-agent lib/backends/smartos/tasks/machine_shutdown.js):
+ * `vmadm stop [-F] [-t timeout]`. Stopping a VM that is not running is no error on a real
+ * CN (vmadm exits 0; a plain stop still sets autoboot=false), so the task answers `{vm}`
+ * with or without `idempotent`; the real one's idempotent path stays for ENOTRUNNING/ESRCH.
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { validatePower, type PowerParams } from './power-params.js';

@@ -1,8 +1,10 @@
 /**
- * machine_update: vmadm update with every param CNAPI forwards; adding or removing NICs
- * reboots a running VM, and the reply is the VM *after* that reboot, which the dummy got wrong.
+ * machine_update: vmadm update with the params CNAPI forwards, as the real task does
+ * (sdc-cn-agent lib/backends/smartos/tasks/machine_update.js): vmadm removes, with a
+ * warning in the task log, whatever the VM's brand cannot update (VMAPI's job fields, NAPI's
+ * NIC fields, read-only keys). Adding or removing NICs reboots a running VM; the reply is
+ * the VM as loaded before that reboot, as the real task answers it.
  */
-import { pruneUpdatePayload } from '../../../vmadm/update.js';
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 import { uuidParam } from './params.js';
@@ -16,9 +18,7 @@ export const machineUpdate = defineTask<{ uuid: string }>({
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
     const vms = nodeVmadm(ctx);
-    const { payload, dropped } = pruneUpdatePayload({ ...ctx.rawParams, uuid: p.uuid });
-    if (dropped.length > 0) ctx.log.warn({ dropped }, 'invalid update properties removed from payload');
-    await vmadmCall('vmadm.update', () => vms.update(p.uuid, payload));
+    await vmadmCall('vmadm.update', () => vms.update(p.uuid, ctx.rawParams));
     const vm = await loadVm(ctx, p.uuid);
     const nicsChanged = Object.hasOwn(ctx.rawParams, 'add_nics') || Object.hasOwn(ctx.rawParams, 'remove_nics');
     if (!nicsChanged || vm.state !== 'running') {
@@ -28,6 +28,6 @@ export const machineUpdate = defineTask<{ uuid: string }>({
     ctx.progress(75);
     await vmadmCall('vmadm.reboot', () => vms.reboot(p.uuid));
     ctx.progress(100);
-    return { vm: await loadVm(ctx, p.uuid) };
+    return { vm };
   },
 });

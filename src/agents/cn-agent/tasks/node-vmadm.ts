@@ -1,33 +1,35 @@
 /**
  * What the real tasks call: node-vmadm (lib/index.sunos.js) in front of the CN's vmadm (the
- * VmStore). Before every operation on one VM, node-vmadm's ifExists() checks that the VM is
- * there and, unless the caller passes `include_dni`, is not do_not_inventory; otherwise the
- * operation fails with 'VM does not exist' (restCode VmNotFound) and vmadm never runs. The
- * real tasks hand their own params on to node-vmadm, so `include_dni` in a task's params
- * (true, or 'true' as the tasks that read it accept) decides; without it a DNI VM is missing
- * to every task.
+ * VmStore). Two things of node-vmadm's show through to a consumer:
+ *
+ * - Before every operation on one VM, its ifExists() checks that the VM is there and, unless
+ *   the caller passes `include_dni`, is not do_not_inventory; otherwise the operation fails
+ *   with 'VM does not exist' (restCode VmNotFound) and vmadm never runs. The real tasks hand
+ *   their own params on to node-vmadm, so `include_dni` in a task's params (true, or 'true' as
+ *   the tasks that read it accept) decides; without it a DNI VM is missing to every task.
+ * - On SmartOS it runs the `vmadm` command, so a failure is the command's: see vmadm-cli.ts
+ *   (start, stop, update, info and the snapshot commands go through it).
  */
 import { MockcloudError } from '../../../common/errors.js';
-import type { Vm, VmStore } from '../../../vmadm/types.js';
+import type { StopOptions, Vm, VmStore } from '../../../vmadm/types.js';
 import type { TaskContext } from '../types.js';
-
-type VmOp<A extends unknown[], R> = (uuid: string, ...args: A) => Promise<R>;
+import { viaVmadm, type CliCall } from './vmadm-cli.js';
 
 export interface NodeVmadm {
   /** vmadm.load: a DNI VM is "No such zone" unless include_dni. */
   load(uuid: string): Promise<Vm>;
   exists(uuid: string): Promise<boolean>;
-  update: VmStore['update'];
+  update(uuid: string, payload: Record<string, unknown>): Promise<Vm>;
   delete: VmStore['delete'];
-  start: VmStore['start'];
-  stop: VmStore['stop'];
+  start(uuid: string): Promise<Vm>;
+  stop(uuid: string, opts?: StopOptions): Promise<Vm>;
   reboot: VmStore['reboot'];
   kill: VmStore['kill'];
   reprovision: VmStore['reprovision'];
-  createSnapshot: VmStore['createSnapshot'];
-  deleteSnapshot: VmStore['deleteSnapshot'];
-  rollbackSnapshot: VmStore['rollbackSnapshot'];
-  info: VmStore['info'];
+  createSnapshot(uuid: string, name: string): Promise<Vm>;
+  deleteSnapshot(uuid: string, name: string): Promise<Vm>;
+  rollbackSnapshot(uuid: string, name: string): Promise<Vm>;
+  info(uuid: string, types: string[], opts?: { host?: string | undefined }): Promise<Record<string, unknown>>;
 }
 
 /** `include_dni` as the real tasks read it from their params. */
@@ -40,29 +42,40 @@ function vmDoesNotExist(): MockcloudError {
   return new MockcloudError('VmNotFound', 'VM does not exist', { restCode: 'VmNotFound' });
 }
 
-export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams'>): NodeVmadm {
+export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'>): NodeVmadm {
   const vms = ctx.cn.vms;
   const dni = includeDni(ctx);
-  const guarded =
-    <A extends unknown[], R>(op: VmOp<A, R>): VmOp<A, R> =>
-    async (uuid, ...args) => {
-      const vm = vms.get(uuid, { include_dni: true });
-      if (!vm || (vm.do_not_inventory === true && !dni)) throw vmDoesNotExist();
-      return op.call(vms, uuid, ...args);
-    };
+  const ifExists = (uuid: string): void => {
+    const vm = vms.get(uuid, { include_dni: true });
+    if (!vm || (vm.do_not_inventory === true && !dni)) throw vmDoesNotExist();
+  };
+  /** An operation on one VM: ifExists(), then the store. */
+  const op = async <T>(uuid: string, fn: () => Promise<T>): Promise<T> => {
+    ifExists(uuid);
+    return fn();
+  };
+  /** The same, run as the `vmadm` command (its failure as node-vmadm reports it). */
+  const cli = <T>(uuid: string, call: CliCall, fn: () => Promise<T>): Promise<T> => op(uuid, () => viaVmadm(ctx.log, call, fn));
   return {
     load: (uuid) => vms.load(uuid, { include_dni: dni }),
     exists: (uuid) => vms.exists(uuid, { include_dni: dni }),
-    update: guarded(vms.update),
-    delete: guarded(vms.delete),
-    start: guarded(vms.start),
-    stop: guarded(vms.stop),
-    reboot: guarded(vms.reboot),
-    kill: guarded(vms.kill),
-    reprovision: guarded(vms.reprovision),
-    createSnapshot: guarded(vms.createSnapshot),
-    deleteSnapshot: guarded(vms.deleteSnapshot),
-    rollbackSnapshot: guarded(vms.rollbackSnapshot),
-    info: guarded(vms.info),
+    update: (uuid, payload) =>
+      cli(uuid, { args: ['update', uuid], stderrIsMessage: true }, () => vms.update(uuid, { ...payload, uuid }, { log: ctx.log })),
+    delete: (uuid) => op(uuid, () => vms.delete(uuid)),
+    start: (uuid) => cli(uuid, { args: ['start', uuid] }, () => vms.start(uuid)),
+    stop: (uuid, opts = {}) => {
+      const args = ['stop', uuid, ...(opts.force ? ['-F'] : []), ...(opts.timeout ? ['-t', String(opts.timeout)] : [])];
+      return cli(uuid, { args }, () => vms.stop(uuid, opts));
+    },
+    reboot: (uuid, opts) => op(uuid, () => vms.reboot(uuid, opts)),
+    kill: (uuid, opts) => op(uuid, () => vms.kill(uuid, opts)),
+    reprovision: (uuid, opts) => op(uuid, () => vms.reprovision(uuid, opts)),
+    createSnapshot: (uuid, name) => cli(uuid, { args: ['create-snapshot', uuid, name] }, () => vms.createSnapshot(uuid, name)),
+    deleteSnapshot: (uuid, name) => cli(uuid, { args: ['delete-snapshot', uuid, name] }, () => vms.deleteSnapshot(uuid, name)),
+    rollbackSnapshot: (uuid, name) => cli(uuid, { args: ['rollback-snapshot', uuid, name] }, () => vms.rollbackSnapshot(uuid, name)),
+    info: (uuid, types, opts = {}) => {
+      const args = ['info', uuid, ...(types.length > 0 ? [types.join(',')] : [])];
+      return cli(uuid, { args, stderrPrefix: `Unable to get VM info for VM ${uuid}: ` }, () => vms.info(uuid, types, opts));
+    },
   };
 }

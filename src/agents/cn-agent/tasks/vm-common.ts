@@ -12,7 +12,11 @@ import { nodeVmadm } from './node-vmadm.js';
 const MEANINGFUL_REST_CODES = new Set(['VmNotFound', 'SnapshotNotFound', 'EALREADYRUNNING', 'ENOTRUNNING', 'ESRCH']);
 
 export function restCodeOf(err: unknown): string | undefined {
-  if (!isMockcloudError(err)) return undefined;
+  if (!isMockcloudError(err)) {
+    // node-vmadm's errors (vmadm-cli.ts) carry a plain `restCode` when they have one.
+    const rc = typeof err === 'object' && err !== null ? (err as { restCode?: unknown }).restCode : undefined;
+    return typeof rc === 'string' ? rc : undefined;
+  }
   if (err.restCode !== err.code || MEANINGFUL_REST_CODES.has(err.restCode)) return err.restCode;
   return undefined;
 }
