@@ -70,7 +70,7 @@ export async function startDevDc(cnCount: number): Promise<DevDc> {
     const servers = await waitFor(
       async () => {
         const list = await call<Obj[]>(client, 'listServers', {});
-        const running = list.filter((s) => s.status === 'running' && s.setup === true);
+        const running = list.filter((s) => s.status === 'running' && s.setup === true && s.headnode !== true);
         return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
       },
       60_000,
