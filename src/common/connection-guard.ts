@@ -34,7 +34,10 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 60_000,
   idleTimeoutMs: 5_000,
-  maxConnections: 4096,
+  // Above the task queue's bound and the tasks in flight (admission.ts: 4096 + 128), so a burst
+  // of tasks is queued or refused with a 503, never cut; and at 10,000 CNs (10,000 listening
+  // sockets) still under a 20,000 descriptor limit.
+  maxConnections: 6144,
 };
 
 type Phase = 'waiting' | 'body' | 'busy';

@@ -138,13 +138,13 @@ export const SETTINGS = [
     key: 'maxQueuedTasks',
     flag: 'max-queued-tasks',
     env: 'MOCKCLOUD_MAX_QUEUED_TASKS',
-    help: 'tasks waiting for their turn (default 8192); beyond it cn-agent answers 503',
+    help: 'tasks waiting for their turn (default 4096); beyond it cn-agent answers 503',
   },
   {
     key: 'maxConnections',
     flag: 'max-connections',
     env: 'MOCKCLOUD_MAX_CONNECTIONS',
-    help: "open connections across all CNs' cn-agent sockets (default 4096); beyond it new ones are closed",
+    help: "open connections across all CNs' cn-agent sockets (default 6144); beyond it new ones are closed",
   },
   {
     key: 'allowExecute',

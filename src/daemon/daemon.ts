@@ -6,6 +6,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
@@ -78,6 +79,8 @@ export class Daemon {
   private control: ControlApi | undefined;
   private daemonJson: DaemonJsonWriter | undefined;
   private rates: RateWindow | undefined;
+  /** How late the event loop ran (the one thread every CN's heartbeats share), between two /status reads. */
+  private loopDelay: IntervalHistogram | undefined;
   private rateJob: ScheduledJob | undefined;
   private ownsDataDir = false;
   private headnodeInstance: Headnode | undefined;
@@ -127,6 +130,8 @@ export class Daemon {
       await this.refuseSecondDaemon();
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
+      this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
+      this.loopDelay.enable();
 
       const ctx: ServiceContext = { config, log, http: this.http, scheduler: this.scheduler };
       this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
@@ -239,6 +244,7 @@ export class Daemon {
         this.log.error({ err }, `stopping: ${what} failed`);
       }
     };
+    this.loopDelay?.disable();
     await step('control API', () => this.control?.stop());
     await step('CNAPI reporter', () => this.reporterInstance?.stop());
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
@@ -457,6 +463,17 @@ export class Daemon {
     return { uuid, vms: cn.vms.size, sysinfoChanged: changed };
   }
 
+  /** Event-loop delay since the previous /status read (then the histogram starts again). */
+  private eventLoopFigures(): { delayP99Ms: number; delayMaxMs: number } | undefined {
+    const h = this.loopDelay;
+    if (!h || h.count === 0) return undefined;
+    // The histogram counts the whole sampling interval; what the loop was late is beyond it.
+    const late = (ns: number): number => Math.max(0, Math.round(ns / 1e6 - 20));
+    const out = { delayP99Ms: late(h.percentile(99)), delayMaxMs: late(h.max) };
+    h.reset();
+    return out;
+  }
+
   private status(): unknown {
     const reporter = this.reporterInstance;
     const fleet = this.fleetInstance;
@@ -482,6 +499,7 @@ export class Daemon {
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,
+      eventLoop: this.eventLoopFigures(),
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter
         ? {

@@ -237,7 +237,11 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     };
     result.tasks = await measure(opts.taskConcurrency);
     if (opts.loadConcurrency > 0) result.tasksUnderLoad = await measure(opts.loadConcurrency);
-    if (opts.burstTasks > 0) result.burst = await burst(sink, targets, opts, say);
+    if (opts.burstTasks > 0) {
+      await profile.start();
+      result.burst = await burst(sink, d, targets, opts, say);
+      await profile.stop('burst');
+    }
 
     // After the latency figures, so the profiler and the snapshot's GC cannot touch them.
     if (ctx.profileThis) {
@@ -323,12 +327,20 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
  * start until one heartbeat interval (plus a second) after its end, so a CN held up by the
  * burst shows its late beat.
  */
-async function burst(sink: SinkProcess, targets: TaskTarget[], opts: BenchOptions, say: (m: string) => void): Promise<NonNullable<StepResult['burst']>> {
+async function burst(
+  sink: SinkProcess,
+  d: DaemonProcess,
+  targets: TaskTarget[],
+  opts: BenchOptions,
+  say: (m: string) => void,
+): Promise<NonNullable<StepResult['burst']>> {
   say(`burst: ${opts.burstTasks} nop tasks at once over ${targets.length} CNs`);
+  const before = await daemonStatus(d); // also restarts the daemon's event-loop delay figures
   await sink.mark();
   const r = await runBurst(targets, opts.burstTasks, 'nop');
   await sleep(heartbeatIntervalMs(opts) + 1000);
   const s = await sink.stats();
+  const after = await daemonStatus(d);
   const lat = summarize(r.latenciesMs);
   return {
     tasks: opts.burstTasks,
@@ -342,7 +354,18 @@ async function burst(sink: SinkProcess, targets: TaskTarget[], opts: BenchOption
     seconds: round(r.seconds, 2),
     worstHeartbeatGapMs: s.cns.worstGapMs,
     silentCns: s.cns.silentSinceMark,
+    heartbeatsFailed: (after?.cnapi?.heartbeat?.failed ?? 0) - (before?.cnapi?.heartbeat?.failed ?? 0),
+    ...(after?.eventLoop ? { eventLoopDelayMaxMs: after.eventLoop.delayMaxMs, eventLoopDelayP99Ms: after.eventLoop.delayP99Ms } : {}),
   };
+}
+
+interface DaemonStatusView {
+  cnapi?: { heartbeat?: { failed?: number } };
+  eventLoop?: { delayMaxMs: number; delayP99Ms: number };
+}
+
+async function daemonStatus(d: DaemonProcess): Promise<DaemonStatusView | undefined> {
+  return (await d.control<DaemonStatusView>('GET', '/status').catch(() => undefined))?.body;
 }
 
 function taskSummary(r: TaskRunResult) {

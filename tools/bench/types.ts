@@ -125,6 +125,11 @@ export interface StepResult {
     /** The worst gap between two heartbeats of one CN from the burst's start to a heartbeat interval after its end. */
     worstHeartbeatGapMs: number;
     silentCns: number;
+    /** Heartbeats the daemon could not deliver meanwhile (its /status counters). */
+    heartbeatsFailed: number;
+    /** How late the daemon's event loop ran meanwhile (its /status). */
+    eventLoopDelayMaxMs?: number;
+    eventLoopDelayP99Ms?: number;
   };
   vms?: {
     perCn: number;

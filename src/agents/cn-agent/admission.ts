@@ -18,7 +18,14 @@ export interface AdmissionLimits {
   maxQueued: number;
 }
 
-export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxInFlight: 128, maxPerCn: 16, maxQueued: 8192 };
+export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxInFlight: 128, maxPerCn: 16, maxQueued: 4096 };
+
+/**
+ * Waiting tasks started per turn of the event loop. A task such as `nop` runs start to end in
+ * microtasks, so handing places on at once from each ending task would drain thousands of them
+ * in one turn while no timer (no heartbeat) fires; a slice per turn lets the loop breathe.
+ */
+const GRANTS_PER_TURN = 32;
 
 export interface AdmissionStats {
   limits: AdmissionLimits;
@@ -52,6 +59,7 @@ export class TaskAdmission {
   private tail: Waiter | undefined;
   private queued = 0;
   private readonly counters = { waited: 0, refused: 0, abandoned: 0 };
+  private dispatchPending = false;
 
   constructor(limits: Partial<AdmissionLimits> = {}) {
     this.limits = { ...DEFAULT_ADMISSION_LIMITS, ...limits };
@@ -72,9 +80,10 @@ export class TaskAdmission {
    * it is aborted while waiting.
    */
   acquire(cn: string, signal?: AbortSignal): Promise<Release> {
-    // Every release hands places to the waiters that fit, so while `cn` has room nobody who
-    // could run is waiting: those in the queue wait for CNs at their bound.
-    if (this.hasRoom(cn)) return Promise.resolve(this.take(cn));
+    // Every dispatch hands places to the waiters that fit, so while `cn` has room and no
+    // dispatch is pending, nobody who could run is waiting: those in the queue wait for CNs
+    // at their bound.
+    if (this.hasRoom(cn) && !this.dispatchPending) return Promise.resolve(this.take(cn));
     if (this.queued >= this.limits.maxQueued) {
       this.counters.refused++;
       return Promise.reject(
@@ -130,17 +139,35 @@ export class TaskAdmission {
       const left = (this.perCn.get(cn) ?? 1) - 1;
       if (left === 0) this.perCn.delete(cn);
       else this.perCn.set(cn, left);
-      this.dispatch();
+      this.scheduleDispatch();
     };
   }
 
-  /** Start the oldest waiting tasks that now fit, skipping those of CNs at their bound. */
+  private scheduleDispatch(): void {
+    if (this.dispatchPending || this.queued === 0) return;
+    this.dispatchPending = true;
+    setImmediate(() => {
+      this.dispatchPending = false;
+      this.dispatch();
+    });
+  }
+
+  /**
+   * Start the oldest waiting tasks that now fit (a slice of them per turn), skipping those of
+   * CNs at their bound.
+   */
   private dispatch(): void {
+    let granted = 0;
     for (let w = this.head; w && this.inFlight < this.limits.maxInFlight; ) {
+      if (granted === GRANTS_PER_TURN) {
+        this.scheduleDispatch();
+        return;
+      }
       const next = w.next;
       if ((this.perCn.get(w.cn) ?? 0) < this.limits.maxPerCn) {
         this.unlink(w);
         w.grant(this.take(w.cn));
+        granted++;
       }
       w = next;
     }

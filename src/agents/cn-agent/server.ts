@@ -71,6 +71,8 @@ export interface RejectionCounters {
 }
 
 const SERVER_NAME = 'Compute Node Agent';
+/** New connections handed to HTTP per turn of the event loop (see onConnection). */
+const CONNECTIONS_PER_TURN = 64;
 
 export class CnAgentServer {
   readonly runner: TaskRunner;
@@ -88,6 +90,8 @@ export class CnAgentServer {
   private readonly slots = new Map<string, CnSlot>();
   private readonly socketSlots = new WeakMap<net.Socket, CnSlot>();
   private readonly attaching = new Set<string>();
+  /** Accepted connections not yet handed to the HTTP server (see onConnection). */
+  private readonly accepted: { slot: CnSlot; sock: net.Socket }[] = [];
   private stopped = false;
   private readonly taskLog: TaskLogWriter | undefined;
   /** The docker tasks' one-request listeners (stream-listeners.ts). */
@@ -117,6 +121,13 @@ export class CnAgentServer {
     this.http = this.createRestifyServer();
     this.connections = new ConnectionGuard(opts.connectionLimits);
     this.admission = new TaskAdmission(opts.admissionLimits);
+    const { maxQueued, maxInFlight } = this.admission.limits;
+    if (this.connections.limits.maxConnections < maxQueued + maxInFlight) {
+      this.log.warn(
+        { maxConnections: this.connections.limits.maxConnections, maxQueued, maxInFlight },
+        'fewer connections allowed than tasks waiting and running: a burst may be cut instead of queued or refused with 503 (--max-connections)',
+      );
+    }
     this.connections.watch(this.http.server);
   }
 
@@ -184,7 +195,8 @@ export class CnAgentServer {
     this.attaching.add(cn.uuid);
     try {
       let slot: CnSlot | undefined;
-      const listener = net.createServer((sock) => this.onConnection(slot, sock));
+      // Paused: a burst of connections is read a slice per turn of the event loop (onConnection).
+      const listener = net.createServer({ pauseOnConnect: true }, (sock) => this.onConnection(slot, sock));
       const port = await this.ports.bind(listener, ip, opts.port);
       const family = (listener.address() as net.AddressInfo).family;
       slot = new CnSlot(cn, listener, { ip, port }, family);
@@ -260,15 +272,35 @@ export class CnAgentServer {
     this.log.debug({ server: uuid, ...slot.address }, 'cn-agent up');
   }
 
+  /**
+   * A new connection waits here, unread, until a later turn of the event loop hands it to the
+   * HTTP server, CONNECTIONS_PER_TURN at a time. Thousands of requests arriving at once would
+   * otherwise all be parsed and dispatched in one turn (3.4 s at 5,000) while no heartbeat
+   * timer could fire.
+   */
   private onConnection(slot: CnSlot | undefined, sock: net.Socket): void {
-    if (!slot || !slot.open) {
+    if (!slot || !slot.open || this.accepted.length >= this.connections.limits.maxConnections) {
       sock.destroy();
       return;
     }
-    this.socketSlots.set(sock, slot);
-    slot.sockets.add(sock);
-    sock.once('close', () => slot.sockets.delete(sock));
-    this.http.server.emit('connection', sock);
+    this.accepted.push({ slot, sock });
+    if (this.accepted.length === 1) setImmediate(() => this.serveAccepted());
+  }
+
+  private serveAccepted(): void {
+    const batch = this.accepted.splice(0, CONNECTIONS_PER_TURN);
+    if (this.accepted.length > 0) setImmediate(() => this.serveAccepted());
+    for (const { slot, sock } of batch) {
+      if (!slot.open || sock.destroyed) {
+        sock.destroy();
+        continue;
+      }
+      this.socketSlots.set(sock, slot);
+      slot.sockets.add(sock);
+      sock.once('close', () => slot.sockets.delete(sock));
+      this.http.server.emit('connection', sock);
+      sock.resume();
+    }
   }
 
   private slotOf(req: restify.Request): CnSlot | undefined {
