@@ -12,7 +12,7 @@ import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
-import { readSysinfoFile, adminNicOf, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
+import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import type { DaemonConfig } from './config.js';
@@ -431,8 +431,12 @@ export class Daemon {
       throw toMockcloudError(err);
     });
     const current: Record<string, unknown> = { ...cn.sysinfo };
-    for (const k of RUNTIME_SYSINFO_KEYS) delete current[k];
-    const changed = JSON.stringify(onDisk) !== JSON.stringify(current);
+    const file: Record<string, unknown> = { ...onDisk };
+    for (const k of [...RUNTIME_SYSINFO_KEYS, ...DERIVED_SYSINFO_KEYS]) {
+      delete current[k];
+      delete file[k];
+    }
+    const changed = JSON.stringify(file) !== JSON.stringify(current);
     if (changed) await cn.reloadSysinfo();
     return { uuid, vms: cn.vms.size, sysinfoChanged: changed };
   }
