@@ -46,7 +46,7 @@ export interface DaemonOptions {
   randomMac?: () => string;
   /**
    * Run the embedded dev headnode (src/headnode) in this process when no Triton address is
-   * configured (no CNAPI, VMAPI, NAPI or IMGAPI URL), and point every CN at it. Off unless
+   * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
    * asked: `mockcloud daemon` asks unless run with --no-headnode.
    */
   embeddedHeadnode?: { ports?: HeadnodePorts; host?: string };
@@ -272,11 +272,12 @@ export class Daemon {
       host: want.host ?? '127.0.0.1',
       ...(want.ports ? { ports: want.ports } : {}),
       datacenter: config.datacenterName,
+      ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
-    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
       config.urls[svc] = urls[svc];
       config.sources[`${svc}Url`] = 'headnode';
     }
