@@ -14,6 +14,7 @@ import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
 import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
+import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import type { DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
@@ -22,6 +23,7 @@ import { createCnAgentHost, createVmadmHost, type ServiceContext } from './defau
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
+import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
@@ -44,6 +46,8 @@ export interface DaemonOptions {
   loadConcurrency?: number;
   /** A stand-in for tests: the MAC draw of server creation (e.g. to force clashes). */
   randomMac?: () => string;
+  /** Tuning of the SAPI adoption of agent instances (tests: short delays). */
+  sapiInstances?: Partial<SapiInstancesOptions>;
   /**
    * Run the embedded dev headnode (src/headnode) in this process when no Triton address is
    * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
@@ -127,22 +131,6 @@ export class Daemon {
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
 
-      const ctx: ServiceContext = { config, log, http: this.http };
-      this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
-      this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
-      await this.cnAgent.start();
-
-      const reporter = new CnapiReporter({
-        log: log.child({ component: 'cnapi-reporter' }),
-        scheduler: this.scheduler,
-        http: this.http,
-        ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
-        ...(config.timings ? { timings: config.timings } : {}),
-        onError: (kind) => this.countError(`cnapi.${kind}`),
-      });
-      this.reporterInstance = reporter;
-      reporter.start();
-
       const fleetRef: { fleet?: Fleet } = {};
       const pluginCtx = (name: string): AgentPluginContext => ({
         log: log.child({ component: name }),
@@ -160,10 +148,33 @@ export class Daemon {
         dataDir: config.dataDir,
         countError: (kind) => this.countError(kind),
       });
+      // RFD 82: agent instances in SAPI. Built before cn-agent, whose agent_install adopts through it.
+      const sapiInstances = config.urls.sapi ? new SapiInstancesPlugin(pluginCtx('sapi-instances'), this.opts.sapiInstances) : undefined;
+
+      const ctx: ServiceContext = { config, log, http: this.http, ...(sapiInstances ? { agentInstances: sapiInstances } : {}) };
+      this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
+      this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
+      await this.cnAgent.start();
+
+      const reporter = new CnapiReporter({
+        log: log.child({ component: 'cnapi-reporter' }),
+        scheduler: this.scheduler,
+        http: this.http,
+        ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
+        ...(config.timings ? { timings: config.timings } : {}),
+        onError: (kind) => this.countError(`cnapi.${kind}`),
+      });
+      this.reporterInstance = reporter;
+      reporter.start();
+
       for (const make of this.opts.plugins ?? defaultPlugins(config)) {
         const plugin = make(pluginCtx('agent-plugin'));
         await plugin.start();
         this.plugins.push(plugin);
+      }
+      if (sapiInstances) {
+        await sapiInstances.start();
+        this.plugins.push(sapiInstances);
       }
 
       this.daemonJson = new DaemonJsonWriter(daemonJsonPath(config.dataDir), () => this.daemonJsonContent(), log);
@@ -199,6 +210,7 @@ export class Daemon {
         concurrency: this.opts.createConcurrency ?? 16,
         countError: (kind) => this.countError(kind),
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
+        ...(sapiInstances ? { releaseAgentInstances: (cn: MockCn) => sapiInstances.release(cn) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
       });
 

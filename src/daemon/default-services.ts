@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
+import type { AgentInstanceAdopter } from '../agents/cn-agent/types.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
 import { Vmadm } from '../vmadm/index.js';
@@ -14,6 +15,8 @@ export interface ServiceContext {
   config: DaemonConfig;
   log: Logger;
   http: JsonHttpClient;
+  /** SAPI adoption of agent instances (agent_install), when a SAPI is configured. */
+  agentInstances?: AgentInstanceAdopter;
 }
 
 export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
@@ -29,6 +32,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       imgapiUrl: config.urls.imgapi,
       cnapiUrl: config.urls.cnapi,
       dataDir: config.dataDir,
+      agentInstances: ctx.agentInstances,
     },
   });
 }

@@ -8,7 +8,12 @@
  */
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import type { MockCn } from '../../mockcn/types.js';
+import type { AgentRecord, MockCn } from '../../mockcn/types.js';
+
+/** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
+export interface AgentInstanceAdopter {
+  adopt(cn: MockCn, agents: readonly AgentRecord[]): Promise<{ adopted: string[]; present: string[]; noService: string[] }>;
+}
 
 /** What every task may use besides its CN: shared, never per CN. */
 export interface TaskEnvironment {
@@ -23,6 +28,8 @@ export interface TaskEnvironment {
   dataDir?: string | undefined;
   /** Where agent_install stages downloads; os.tmpdir() by default. */
   tmpDir?: string | undefined;
+  /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
+  agentInstances?: AgentInstanceAdopter | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;
