@@ -5,7 +5,7 @@
  * sdcadm lib/steps/sapi.js ensureAgentServices), agent instances adopted, listed per
  * Accept-Version, deleted, with SAPI's error bodies, and kept across a restart.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { BUILTIN_AGENTS } from '../../src/mockcn/agents-dir.js';
 import { SapiService } from '../../src/headnode/sapi/index.js';
+import { SAPI_INSTANCE_LOG } from '../../src/headnode/sapi/service.js';
 import { HeadnodeStore } from '../../src/headnode/store.js';
 import { call, callError, raw, rawError, type Client } from './helpers/sdc-clients.js';
 
@@ -154,6 +155,30 @@ describe('dev SAPI', () => {
     } finally {
       v3.close();
     }
+  });
+
+  it('has an instance write on disk before it answers, as a kill -9 right after would find it', async () => {
+    const svc = await agentService('net-agent');
+    const put = newUuid();
+    const doomed = newUuid();
+    await call(v2, 'createInstance', svc.uuid, { uuid: doomed, exists: true });
+    await call(v2, 'createInstance', svc.uuid, { uuid: put, exists: true, params: { server_uuid: newUuid() } });
+    expect((await raw(v2, 'del', `/instances/${doomed}`)).statusCode).toBe(204);
+    // The process dies now: only the disk is left. A SAPI started on it (this one never stopped)
+    // has what was answered; a line torn by the crash is ignored.
+    await appendFile(path.join(dir, 'headnode', SAPI_INSTANCE_LOG), '{"op":"put","instance":{"uu');
+    const other = new SapiService({ log, store: new HeadnodeStore({ dataDir: dir, log }) });
+    await other.start({ host: '127.0.0.1', port: 0 });
+    const client = new SAPI({ url: other.url, version: '~2', log, agent: false });
+    try {
+      expect(await call(client, 'getInstance', put)).toEqual(await call(v2, 'getInstance', put));
+      expect((await callError(client, 'getInstance', doomed)).statusCode).toBe(404);
+    } finally {
+      client.close();
+      await other.stop();
+    }
+    // The log was folded into the document by that start and stop.
+    expect(await readFile(path.join(dir, 'headnode', SAPI_INSTANCE_LOG), 'utf8')).toBe('');
   });
 
   it('keeps its objects across a restart', async () => {

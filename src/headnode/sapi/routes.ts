@@ -19,6 +19,7 @@ import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
 import { noContent, ok, params, route, type Params, type Req, type RestifyServer } from '../http.js';
+import type { InstanceOp } from './instance-log.js';
 import { serializeInstance, serializeService, type SapiInstance, type SapiServiceObject, type SapiState, type ServiceType } from './model.js';
 
 // restify's own semver, for Accept-Version ranges as restify matched them for SAPI.
@@ -32,8 +33,10 @@ const OFFERED_VERSIONS = ['1.0.0', '2.0.0'];
 export interface SapiContext {
   state: SapiState;
   log: Logger;
-  /** Resolves once the state as of the call is on disk. */
+  /** Applications and services: resolves once the state as of the call is on disk. */
   commit(): Promise<void>;
+  /** An instance written or deleted: resolves once that is on disk. */
+  record(op: InstanceOp): Promise<void>;
 }
 
 /** Whether the request's Accept-Version gets 2.0.0 representations (sdc-sapi semverGter). */
@@ -183,7 +186,7 @@ export function mountSapiRoutes(server: RestifyServer, ctx: SapiContext): void {
       throw new MockcloudError('NotImplemented', 'the dev SAPI deploys no VM instances (only services of type agent take instances)');
     }
     state.instances.set(inst.uuid, inst);
-    await ctx.commit();
+    await ctx.record({ op: 'put', instance: inst });
     return ok(serializeInstance(inst, v2));
   }));
   server.get('/instances', r((req) => {
@@ -208,7 +211,7 @@ export function mountSapiRoutes(server: RestifyServer, ctx: SapiContext): void {
     wantsV2(req);
     const uuid = String(req.params.uuid);
     if (!state.instances.delete(uuid)) throw notFound('instance', uuid);
-    await ctx.commit();
+    await ctx.record({ op: 'del', uuid });
     return noContent();
   }));
 }

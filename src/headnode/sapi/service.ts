@@ -1,13 +1,15 @@
 /**
  * The dev headnode's SAPI: the subset mock CNs and the tools around them use (applications,
  * services of type agent, agent instances; routes.ts). State is one document of the headnode
- * store ("sapi"); every write is answered once it is on disk. A fresh data dir starts with
- * what a fresh DC has (seed.ts).
+ * store ("sapi") plus a log of instance writes (instance-log.ts) folded into it; every write
+ * is answered once it is on disk. A fresh data dir starts with what a fresh DC has (seed.ts).
  */
+import path from 'node:path';
 import type { Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
+import { InstanceLog, type InstanceOp } from './instance-log.js';
 import { SapiState } from './model.js';
 import { mountSapiRoutes } from './routes.js';
 import { seedFreshDc } from './seed.js';
@@ -23,12 +25,17 @@ export interface SapiServiceOptions {
 }
 
 export const SAPI_DOC = 'sapi';
+export const SAPI_INSTANCE_LOG = 'sapi-instances.jsonl';
+/** The log is folded into the document once it has this many lines, or twice the instances. */
+const COMPACT_MIN_LINES = 50_000;
 
 export class SapiService {
   private readonly log: Logger;
   private readonly opts: SapiServiceOptions;
   private state = new SapiState();
   private doc: StateDocument | undefined;
+  private instanceLog: InstanceLog | undefined;
+  private compacting: Promise<void> | undefined;
   private server: RestifyServer | undefined;
   private _url: string | undefined;
 
@@ -50,9 +57,7 @@ export class SapiService {
   async start(opts: { host: string; port: number }): Promise<void> {
     if (this.server) throw new Error('SAPI is already started');
     const state = new SapiState();
-    // Instances of every agent of every CN: saved at most once a second when nobody waits,
-    // and group-committed when a write is being answered.
-    const doc = this.opts.store.document(SAPI_DOC, () => state.snapshot(), { lazyDelayMs: 1000 });
+    const doc = this.opts.store.document(SAPI_DOC, () => state.snapshot());
     const stored = await doc.load();
     if (stored === undefined) {
       seedFreshDc(state, {
@@ -65,12 +70,17 @@ export class SapiService {
     } else {
       state.restore(stored);
     }
+    const log = new InstanceLog(path.join(this.opts.store.dir, SAPI_INSTANCE_LOG));
+    const replayed = await log.replay((op) => applyOp(state, op));
+    await log.open();
+    if (replayed > 0) await log.compact(() => doc.save());
     this.state = state;
     this.doc = doc;
+    this.instanceLog = log;
 
     // SAPI's restify server name, as its Server header shows it.
     const server = createServer({ name: 'sapi/2.0.0', log: this.log });
-    mountSapiRoutes(server, { state, log: this.log, commit: () => doc.save() });
+    mountSapiRoutes(server, { state, log: this.log, commit: () => doc.save(), record: (op) => this.record(op) });
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, instances: state.instances.size }, 'SAPI listening');
@@ -80,7 +90,33 @@ export class SapiService {
     if (this.server) await closeServer(this.server);
     this.server = undefined;
     this._url = undefined;
-    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving SAPI state failed'));
+    const doc = this.doc;
+    const log = this.instanceLog;
+    if (doc && log) {
+      await this.compacting;
+      await log.compact(() => doc.flush()).catch((err: unknown) => this.log.error({ err }, 'saving SAPI state failed'));
+      await log.close();
+    }
     this.doc = undefined;
+    this.instanceLog = undefined;
   }
+
+  private async record(op: InstanceOp): Promise<void> {
+    const log = this.instanceLog!;
+    await log.append(op);
+    if (!this.compacting && log.lines > Math.max(COMPACT_MIN_LINES, 2 * this.state.instances.size)) {
+      const doc = this.doc!;
+      this.compacting = log
+        .compact(() => doc.save())
+        .catch((err: unknown) => this.log.error({ err }, 'folding the SAPI instance log into its document failed'))
+        .finally(() => {
+          this.compacting = undefined;
+        });
+    }
+  }
+}
+
+function applyOp(state: SapiState, op: InstanceOp): void {
+  if (op.op === 'put') state.instances.set(op.instance.uuid, op.instance);
+  else state.instances.delete(op.uuid);
 }
