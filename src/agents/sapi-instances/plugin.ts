@@ -219,17 +219,23 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
 
   private async retryDeletes(): Promise<boolean> {
     if (this.deletes.size === 0 || !this.sapi) return true;
+    const all = [...this.deletes.uuids];
     const done: string[] = [];
-    await Promise.all(
-      [...this.deletes.uuids].map(async (u) => {
-        try {
-          if (await this.sapi!.delete(u)) this.counters.deleted++;
-          done.push(u);
-        } catch {
-          this.ctx.countError('sapi.delete');
-        }
-      }),
-    );
+    // A slice at a time: a backlog of thousands of deleted CNs never queues all its requests at once.
+    const slice = this.options.chunkCns * 8;
+    for (let i = 0; i < all.length && !this.stopped; i += slice) {
+      await Promise.all(
+        all.slice(i, i + slice).map(async (u) => {
+          try {
+            if (await this.sapi!.delete(u)) this.counters.deleted++;
+            done.push(u);
+          } catch {
+            this.counters.deleteFailures++;
+            this.ctx.countError('sapi.delete');
+          }
+        }),
+      );
+    }
     await this.deletes.remove(done);
     if (done.length > 0) this.log.info({ deleted: done.length, left: this.deletes.size }, 'deleted SAPI instances of deleted CNs');
     return this.deletes.size === 0;
