@@ -102,7 +102,24 @@ export function completeSysinfo(sysinfo: Sysinfo): Sysinfo {
   return orderSysinfo(s as Sysinfo);
 }
 
+/**
+ * Almost every CN has the same agents: one frozen "SDC Agents" array per distinct list is
+ * shared by all of them, instead of ten small objects per CN (10,000 CNs).
+ */
+const SHARED_SDC_AGENTS = new Map<string, readonly SdcAgent[]>();
+const SHARED_SDC_AGENTS_MAX = 64;
+
 /** "SDC Agents" for a CN's agents: name and version, as `json -a name version` prints them. */
 export function sdcAgentsOf(agents: readonly AgentRecord[]): SdcAgent[] {
-  return agents.map((a) => (a.version === undefined ? { name: a.name } : { name: a.name, version: a.version }));
+  const key = agents.map((a) => `${a.name}@${a.version ?? ''}`).join(',');
+  let list = SHARED_SDC_AGENTS.get(key);
+  if (!list) {
+    list = Object.freeze(
+      agents.map((a) => Object.freeze(a.version === undefined ? { name: a.name } : { name: a.name, version: a.version })),
+    );
+    if (SHARED_SDC_AGENTS.size >= SHARED_SDC_AGENTS_MAX) SHARED_SDC_AGENTS.clear();
+    SHARED_SDC_AGENTS.set(key, list);
+  }
+  // Read-only in fact: nothing edits sysinfo in place (tasks rewrite the file and reload).
+  return list as SdcAgent[];
 }
