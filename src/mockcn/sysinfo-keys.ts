@@ -59,6 +59,20 @@ export const SYSINFO_KEY_ORDER = [
 ] as const;
 
 const KNOWN = new Set<string>(SYSINFO_KEY_ORDER);
+const RANK = new Map<string, number>(SYSINFO_KEY_ORDER.map((k, i) => [k, i]));
+
+/** Whether the real keys present come in the real order, before any other key. */
+function inOrder(sysinfo: Record<string, unknown>): boolean {
+  let last = -1;
+  let others = false;
+  for (const key of Object.keys(sysinfo)) {
+    const rank = RANK.get(key);
+    if (rank === undefined) others = true;
+    else if (others || rank < last) return false;
+    else last = rank;
+  }
+  return true;
+}
 
 /** The same keys and values, the real ones in the real order, any others after them as they were. */
 export function orderSysinfo<T extends Record<string, unknown>>(sysinfo: T): T {
@@ -68,6 +82,9 @@ export function orderSysinfo<T extends Record<string, unknown>>(sysinfo: T): T {
   return out as T;
 }
 
+/** Keys a real CN prints only sometimes ("Admin IP" only where the admin NIC has an IP). */
+const OPTIONAL_KEYS = new Set<string>(['Admin IP']);
+
 /**
  * Add the keys an older sysinfo lacks, from what it has: the CPU counts from the legacy
  * "CPU Physical Cores" (sockets) and "CPU Total Cores" (threads; two per core when that
@@ -76,6 +93,9 @@ export function orderSysinfo<T extends Record<string, unknown>>(sysinfo: T): T {
  * "SDC Agents" (the CN fills it from its agents). Present keys are never changed.
  */
 export function completeSysinfo(sysinfo: Sysinfo): Sysinfo {
+  // A file mockcloud wrote is complete and in order: keep JSON.parse's object, whose shape every
+  // such CN shares. A rebuilt object would be one of 10,000 dictionary-mode copies.
+  if (SYSINFO_KEY_ORDER.every((k) => k in sysinfo || OPTIONAL_KEYS.has(k)) && inOrder(sysinfo)) return sysinfo;
   const s: Record<string, unknown> = { ...sysinfo };
   const num = (key: string): number | undefined => {
     const n = typeof s[key] === 'number' ? (s[key] as number) : Number.parseInt(String(s[key] ?? ''), 10);
