@@ -106,6 +106,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     `  VMAPI:        ${urls.vmapi ? urls.vmapi + where : 'none'}`,
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
+    `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
     `  logs:         ${config.logFile ?? 'stderr'}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -21,18 +21,19 @@ interface HeadnodeArgs {
   'vmapi-port': number;
   'napi-port': number;
   'imgapi-port': number;
+  'sapi-port': number;
   'datacenter-name': string;
   'admin-uuid': string;
   'log-file'?: string;
   'log-level'?: string;
 }
 
-const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi'] as const;
+const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
 
 function builder(y: Argv): Argv<HeadnodeArgs> {
   let out = y
     .option('data-dir', { type: 'string', describe: 'where the state lives (<data-dir>/headnode/, headnode.json) (env MOCKCLOUD_DATA_DIR)' })
-    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all four services' }) as Argv<HeadnodeArgs>;
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all five services' }) as Argv<HeadnodeArgs>;
   for (const svc of SERVICES) {
     out = out.option(`${svc}-port`, {
       type: 'number',
@@ -121,17 +122,18 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  VMAPI:        ${urls.vmapi}`,
     `  NAPI:         ${urls.napi}`,
     `  IMGAPI:       ${urls.imgapi}`,
+    `  SAPI:         ${urls.sapi}`,
     `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
-    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi}`,
+    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 export const headnodeCommand: CommandModule<object, HeadnodeArgs> = {
   command: 'headnode',
-  describe: 'Run the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI subsets) alone on loopback ports (foreground)',
+  describe: 'Run the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI, SAPI subsets) alone on loopback ports (foreground)',
   builder,
   handler,
 };

@@ -25,6 +25,7 @@ interface DaemonStatus {
   cnapi?: { standalone: boolean; failingServers?: Record<string, number> };
   cnAgent?: { tasks?: Record<string, number>; faults?: number };
   memory?: { rssBytes: number; heapUsedBytes?: number; heapTotalBytes?: number };
+  agents?: Record<string, Record<string, number> | undefined>;
 }
 
 function builder(y: Argv): Argv<StatusArgs> {
@@ -53,9 +54,20 @@ async function handler(argv: StatusArgs): Promise<void> {
     `CNAPI:             ${s.urls?.cnapi ?? 'none'}${s.cnapi?.standalone ? ' (standalone)' : ''}`,
     `CNs failing CNAPI: ${failing.length ? failing.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
     `errors:            ${errors.length ? errors.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
+    ...sapiLine(s),
     ...(s.memory ? [`memory:            ${memoryLine(s.memory)}`] : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** RFD 82: where the CNs' agent instances stand in SAPI. */
+function sapiLine(s: DaemonStatus): string[] {
+  const si = s.agents?.['sapi-instances'];
+  if (!s.urls?.sapi || !si) return [];
+  return [
+    `SAPI:              ${s.urls.sapi}: ${si.adopted ?? 0} instances adopted, ${si.present ?? 0} found, ` +
+      `${si.pendingCns ?? 0} CNs and ${si.pendingDeletes ?? 0} deletes waiting`,
+  ];
 }
 
 function memoryLine(m: NonNullable<DaemonStatus['memory']>): string {

@@ -9,6 +9,8 @@ export const ERROR_CATALOGUE = {
   BadRequest: 400,
   InvalidContent: 400,
   InvalidHeader: 400,
+  /** restify: an Accept-Version no route offers (SAPI's 1.0.0 / 2.0.0). */
+  InvalidVersion: 400,
   NotAuthorized: 401,
   Forbidden: 403,
   ResourceNotFound: 404,

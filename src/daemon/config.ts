@@ -8,7 +8,8 @@
  *   5. the default
  *
  * The Triton API URLs not given explicitly (1-3) are derived from the datacenter name and DNS
- * domain when both are known, as the original agents did: http://cnapi.<dc>.<domain>.
+ * domain when both are known, as the original agents did: http://cnapi.<dc>.<domain> (and
+ * http://sapi.<dc>.<domain>, where an agent's install adopts its instance).
  * The data dir cannot come from the config file (the file lives in it), except through --config.
  */
 import { promises as fsp, existsSync } from 'node:fs';
@@ -105,6 +106,12 @@ export const SETTINGS = [
   { key: 'vmapiUrl', flag: 'vmapi-url', env: 'MOCKCLOUD_VMAPI_URL', help: 'VMAPI base URL' },
   { key: 'napiUrl', flag: 'napi-url', env: 'MOCKCLOUD_NAPI_URL', help: 'NAPI base URL' },
   { key: 'imgapiUrl', flag: 'imgapi-url', env: 'MOCKCLOUD_IMGAPI_URL', help: 'IMGAPI base URL' },
+  {
+    key: 'sapiUrl',
+    flag: 'sapi-url',
+    env: 'MOCKCLOUD_SAPI_URL',
+    help: "SAPI base URL: every mock CN's agent instances are adopted there (RFD 82) and deleted with the CN",
+  },
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
@@ -238,7 +245,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   sources.datacenterName ??= 'default';
   const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
   const urls: ServiceUrls = {};
-  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
     const key = `${svc}Url` as const;
     let url = await lookup(key);
     if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {

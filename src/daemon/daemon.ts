@@ -13,9 +13,10 @@ import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
-import { readSysinfoFile, adminNicOf, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
+import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
+import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import type { DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
@@ -24,6 +25,7 @@ import { createCnAgentHost, createVmadmHost, type ServiceContext } from './defau
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
+import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
@@ -46,9 +48,11 @@ export interface DaemonOptions {
   loadConcurrency?: number;
   /** A stand-in for tests: the MAC draw of server creation (e.g. to force clashes). */
   randomMac?: () => string;
+  /** Tuning of the SAPI adoption of agent instances (tests: short delays). */
+  sapiInstances?: Partial<SapiInstancesOptions>;
   /**
    * Run the embedded dev headnode (src/headnode) in this process when no Triton address is
-   * configured (no CNAPI, VMAPI, NAPI or IMGAPI URL), and point every CN at it. Off unless
+   * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
    * asked: `mockcloud daemon` asks unless run with --no-headnode.
    */
   embeddedHeadnode?: { ports?: HeadnodePorts; host?: string };
@@ -133,22 +137,6 @@ export class Daemon {
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
       this.loopDelay.enable();
 
-      const ctx: ServiceContext = { config, log, http: this.http, scheduler: this.scheduler };
-      this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
-      this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
-      await this.cnAgent.start();
-
-      const reporter = new CnapiReporter({
-        log: log.child({ component: 'cnapi-reporter' }),
-        scheduler: this.scheduler,
-        http: this.http,
-        ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
-        ...(config.timings ? { timings: config.timings } : {}),
-        onError: (kind) => this.countError(`cnapi.${kind}`),
-      });
-      this.reporterInstance = reporter;
-      reporter.start();
-
       const fleetRef: { fleet?: Fleet } = {};
       const pluginCtx = (name: string): AgentPluginContext => ({
         log: log.child({ component: name }),
@@ -166,10 +154,39 @@ export class Daemon {
         dataDir: config.dataDir,
         countError: (kind) => this.countError(kind),
       });
+      // RFD 82: agent instances in SAPI. Built before cn-agent, whose agent_install adopts through it.
+      const sapiInstances = config.urls.sapi ? new SapiInstancesPlugin(pluginCtx('sapi-instances'), this.opts.sapiInstances) : undefined;
+
+      const ctx: ServiceContext = {
+        config,
+        log,
+        http: this.http,
+        scheduler: this.scheduler,
+        ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
+      };
+      this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
+      this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
+      await this.cnAgent.start();
+
+      const reporter = new CnapiReporter({
+        log: log.child({ component: 'cnapi-reporter' }),
+        scheduler: this.scheduler,
+        http: this.http,
+        ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
+        ...(config.timings ? { timings: config.timings } : {}),
+        onError: (kind) => this.countError(`cnapi.${kind}`),
+      });
+      this.reporterInstance = reporter;
+      reporter.start();
+
       for (const make of this.opts.plugins ?? defaultPlugins(config)) {
         const plugin = make(pluginCtx('agent-plugin'));
         await plugin.start();
         this.plugins.push(plugin);
+      }
+      if (sapiInstances) {
+        await sapiInstances.start();
+        this.plugins.push(sapiInstances);
       }
 
       this.daemonJson = new DaemonJsonWriter(daemonJsonPath(config.dataDir), () => this.daemonJsonContent(), log);
@@ -205,6 +222,7 @@ export class Daemon {
         concurrency: this.opts.createConcurrency ?? 16,
         countError: (kind) => this.countError(kind),
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
+        ...(sapiInstances ? { releaseAgentInstances: (cn: MockCn) => sapiInstances.release(cn) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
       });
@@ -281,12 +299,13 @@ export class Daemon {
       host: want.host ?? '127.0.0.1',
       ...(want.ports ? { ports: want.ports } : {}),
       datacenter: config.datacenterName,
+      ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
-    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
       config.urls[svc] = urls[svc];
       config.sources[`${svc}Url`] = 'headnode';
     }
@@ -457,8 +476,12 @@ export class Daemon {
       throw toMockcloudError(err);
     });
     const current: Record<string, unknown> = { ...cn.sysinfo };
-    for (const k of RUNTIME_SYSINFO_KEYS) delete current[k];
-    const changed = JSON.stringify(onDisk) !== JSON.stringify(current);
+    const file: Record<string, unknown> = { ...onDisk };
+    for (const k of [...RUNTIME_SYSINFO_KEYS, ...DERIVED_SYSINFO_KEYS]) {
+      delete current[k];
+      delete file[k];
+    }
+    const changed = JSON.stringify(file) !== JSON.stringify(current);
     if (changed) await cn.reloadSysinfo();
     return { uuid, vms: cn.vms.size, sysinfoChanged: changed };
   }

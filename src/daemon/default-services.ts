@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
+import type { AgentInstanceAdopter } from '../agents/cn-agent/types.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
 import type { Scheduler } from '../runtime/scheduler.js';
@@ -17,6 +18,8 @@ export interface ServiceContext {
   http: JsonHttpClient;
   /** The daemon's shared scheduler (server_reboot's boot time). */
   scheduler?: Scheduler;
+  /** SAPI adoption of agent instances (agent_install), when a SAPI is configured. */
+  agentInstances?: AgentInstanceAdopter;
 }
 
 export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
@@ -41,6 +44,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       scheduler: ctx.scheduler,
       allowExecute: config.allowExecute === true,
       bootSeconds: config.bootSeconds,
+      agentInstances: ctx.agentInstances,
     },
   });
 }

@@ -7,7 +7,8 @@
  *   admin user), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably with
  *   sysinfo and agents, then the CN starts at once. Bounded parallelism.
  * remove: the CN stops, its dir goes, VMAPI marks its VMs destroyed, NAPI releases its NICs and
- *   its VMs' NICs, CNAPI forgets it (best effort: warnings are reported, not fatal).
+ *   its VMs' NICs, CNAPI forgets it, SAPI its agent instances (best effort: warnings are
+ *   reported, not fatal).
  *
  * Without a NAPI URL (standalone) the admin IP is the bind IP and nothing is allocated.
  */
@@ -27,6 +28,7 @@ import { normalizeMac } from '../vmadm/nics.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
+import type { MockCn } from '../mockcn/types.js';
 
 export const MAX_CREATE_COUNT = 10_000;
 export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
@@ -70,6 +72,8 @@ export interface ServerFactoryOptions {
   onRemoved?: (uuid: string) => Promise<void> | void;
   /** New CNs' dnet1 provides the `external` NIC tag (the dev DC's CNs). */
   externalNics?: boolean;
+  /** Delete the CN's agent instances from SAPI (RFD 82); resolves with warnings. */
+  releaseAgentInstances?: (cn: MockCn) => Promise<string[]>;
   /** The MAC draw; `randomMockMac` by default (tests force clashes with it). */
   randomMac?: () => string;
 }
@@ -214,8 +218,8 @@ export class ServerFactory {
   /**
    * Remove a CN everywhere: stop it, then (best effort: warnings are reported, not fatal) mark
    * its VMs destroyed in VMAPI, release its VMs' NICs and its own NICs in NAPI (the admin NIC,
-   * claimed by net-agent or still `belongs_to_type: other`), delete its CNAPI record, and
-   * finally delete its dir.
+   * claimed by net-agent or still `belongs_to_type: other`), delete its CNAPI record and its
+   * agent instances in SAPI, and finally delete its dir.
    */
   async remove(uuid: string): Promise<RemoveResult> {
     const { fleet, config } = this.o;
@@ -251,6 +255,9 @@ export class ServerFactory {
       const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` }).catch((e: Error) => e);
       if (res instanceof Error) warnings.push(`CNAPI: ${res.message}`);
       else if (res.statusCode >= 300 && res.statusCode !== 404) warnings.push(`CNAPI DELETE /servers/${uuid}: ${res.statusCode}`);
+    }
+    if (this.o.releaseAgentInstances) {
+      warnings.push(...(await this.o.releaseAgentInstances(cn).catch((e: Error) => [`SAPI: ${e.message}`])));
     }
     // The dir goes last: a removal cut short leaves a whole CN that the next start loads and a
     // second delete finishes, never Triton records of a CN that no longer exists.

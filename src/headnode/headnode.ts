@@ -1,10 +1,10 @@
 /**
- * The embedded dev headnode: NAPI, IMGAPI, CNAPI and VMAPI subsets on loopback ports, sharing
- * one persistence store under `<data-dir>/headnode/`. Services start in dependency order
- * (NAPI and IMGAPI first, since CNAPI and VMAPI call them) and stop in reverse. The four
- * addresses are written to `<data-dir>/headnode.json` once everything listens (and the file
- * is removed again by a clean stop), so a reader of that file can rely on every address
- * answering.
+ * The embedded dev headnode: NAPI, IMGAPI, SAPI, CNAPI and VMAPI subsets on loopback ports,
+ * sharing one persistence store under `<data-dir>/headnode/`. Services start in dependency
+ * order (NAPI, IMGAPI and SAPI first, since CNAPI and VMAPI call the first two) and stop in
+ * reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
+ * (and the file is removed again by a clean stop), so a reader of that file can rely on every
+ * address answering.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import type { Logger } from '../common/log.js';
 import { CnapiService } from './cnapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
 import { NapiService } from './napi/index.js';
+import { SapiService } from './sapi/index.js';
 import { VmapiService } from './vmapi/index.js';
 import { HeadnodeStore } from './store.js';
 
@@ -21,6 +22,7 @@ export interface HeadnodePorts {
   vmapi?: number;
   napi?: number;
   imgapi?: number;
+  sapi?: number;
 }
 
 export interface HeadnodeUrls {
@@ -28,6 +30,7 @@ export interface HeadnodeUrls {
   vmapi: string;
   napi: string;
   imgapi: string;
+  sapi: string;
 }
 
 export interface HeadnodeOptions {
@@ -37,8 +40,10 @@ export interface HeadnodeOptions {
   host?: string;
   /** Ports per service; 0 (any free port) when absent. */
   ports?: HeadnodePorts;
-  /** CNAPI's `datacenter_name` for new servers. */
+  /** CNAPI's `datacenter_name` for new servers (and the `sdc` application's in SAPI). */
   datacenter?: string;
+  /** The `sdc` application's `dns_domain` in SAPI. */
+  dnsDomain?: string;
   /** The DC's UFDS admin user (owner of admin NICs and agent images). */
   adminUuid?: string;
   /** The headnode's platform (CNAPI's `default` server record boots it). */
@@ -61,6 +66,7 @@ export class Headnode {
   readonly store: HeadnodeStore;
   readonly napi: NapiService;
   readonly imgapi: ImgapiService;
+  readonly sapi: SapiService;
   private cnapiService: CnapiService | undefined;
   private vmapiService: VmapiService | undefined;
   private readonly opts: HeadnodeOptions;
@@ -76,6 +82,13 @@ export class Headnode {
     const admin = opts.adminUuid ? { adminUuid: opts.adminUuid } : {};
     this.napi = new NapiService({ log: opts.log, store: this.store, ...admin });
     this.imgapi = new ImgapiService({ log: opts.log, store: this.store, ...admin });
+    this.sapi = new SapiService({
+      log: opts.log,
+      store: this.store,
+      ...admin,
+      ...(opts.datacenter ? { datacenterName: opts.datacenter } : {}),
+      ...(opts.dnsDomain ? { dnsDomain: opts.dnsDomain } : {}),
+    });
   }
 
   get urls(): HeadnodeUrls {
@@ -104,6 +117,7 @@ export class Headnode {
     try {
       await this.startOne(this.napi, host, ports.napi);
       await this.startOne(this.imgapi, host, ports.imgapi);
+      await this.startOne(this.sapi, host, ports.sapi);
 
       const cnapi = new CnapiService({
         log: this.opts.log,
@@ -128,7 +142,7 @@ export class Headnode {
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
 
-      this._urls = { cnapi: cnapi.url, vmapi: vmapi.url, napi: this.napi.url, imgapi: this.imgapi.url };
+      this._urls = { cnapi: cnapi.url, vmapi: vmapi.url, napi: this.napi.url, imgapi: this.imgapi.url, sapi: this.sapi.url };
       await fsp.mkdir(this.opts.dataDir, { recursive: true });
       await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
       this.log.info({ urls: this._urls }, 'dev headnode listening');

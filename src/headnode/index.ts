@@ -1,6 +1,6 @@
 /**
- * The embedded dev headnode: NAPI, IMGAPI, CNAPI and VMAPI subsets with shared persistence.
- * `Headnode` starts all four; the services can also be used one by one.
+ * The embedded dev headnode: NAPI, IMGAPI, SAPI, CNAPI and VMAPI subsets with shared
+ * persistence. `Headnode` starts all five; the services can also be used one by one.
  */
 export { Headnode, HEADNODE_JSON, type HeadnodeOptions, type HeadnodePorts, type HeadnodeUrls } from './headnode.js';
 export { HeadnodeStore, StateDocument, type DocIo, type HeadnodeStoreOptions } from './store.js';
@@ -8,3 +8,4 @@ export { NapiService, DEFAULT_HEADNODE_ADMIN_UUID, type NapiServiceOptions } fro
 export { ImgapiService, type ImgapiServiceOptions } from './imgapi/index.js';
 export { CnapiService, type CnapiServiceOptions } from './cnapi/index.js';
 export { VmapiService, type VmapiServiceOptions } from './vmapi/index.js';
+export { SapiService, type SapiServiceOptions } from './sapi/index.js';

@@ -2,11 +2,12 @@
  * The agents directory of a mock CN, `agents/<name>/{package.json,image_uuid,instance_uuid}`,
  * read the way the original dummy backend did (cn-agent-spec §4.4).
  *
- * A new CN has no agents directory: until an agents task changes them, its agents are the four
- * mockcloud runs on every CN, with instance uuids derived from the server's uuid (so they are
- * stable without being stored). The first agent_install or agents_uninstall writes them out.
- * Why: the dozen small files per CN were most of the cost of creating a CN (file creation is
- * the expensive part of the disk work), and 10,000 CNs would carry 160,000 such inodes.
+ * A new CN has no agents directory: until an agents task changes them, its agents are the ten
+ * a Triton CN runs (BUILTIN_AGENTS), with instance uuids derived from the server's uuid (so they
+ * are stable without being stored, and the same in SAPI after every restart). The first
+ * agent_install or agents_uninstall writes them out. Why: the small files per CN were most of
+ * the cost of creating a CN (file creation is the expensive part of the disk work), and 10,000
+ * CNs would carry 400,000 such inodes.
  */
 import { createHash } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
@@ -24,8 +25,11 @@ export interface BuiltinAgent {
 }
 
 /**
- * The agents every new mock CN gets. cn-agent must be ≥ 2.15.0 so CNAPI's version gates
- * (agents_uninstall ≥ 2.8.0, server_sysinfo ≥ 2.10.0, server_reboot ≥ 2.11.0) pass.
+ * The agents every new mock CN gets: the set a Triton CN runs out of /opt/smartdc/agents (what
+ * the agentsshar installs, less agents_core, which is apm's tooling rather than an agent).
+ * cn-agent must be ≥ 2.15.0 so CNAPI's version gates (agents_uninstall ≥ 2.8.0,
+ * server_sysinfo ≥ 2.10.0, server_reboot ≥ 2.11.0) pass. Each version has its own image uuid,
+ * fixed like an agentsshar build's, which the dev headnode's IMGAPI serves.
  */
 export const BUILTIN_AGENTS: readonly BuiltinAgent[] = [
   {
@@ -52,6 +56,42 @@ export const BUILTIN_AGENTS: readonly BuiltinAgent[] = [
     description: 'Triton Container Monitor Agent (mockcloud)',
     imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a04',
   },
+  {
+    name: 'config-agent',
+    version: '1.7.2',
+    description: 'SmartDC Config Agent (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a05',
+  },
+  {
+    name: 'amon-agent',
+    version: '1.0.1',
+    description: 'SmartDC Monitoring Agent (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a06',
+  },
+  {
+    name: 'amon-relay',
+    version: '1.0.1',
+    description: 'SmartDC Monitoring Relay (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a07',
+  },
+  {
+    name: 'firewaller',
+    version: '1.6.3',
+    description: 'SmartDataCenter Firewalling Agent (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a08',
+  },
+  {
+    name: 'smartlogin',
+    version: '0.2.3',
+    description: 'Joyent Zone User Authentication Agent (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a09',
+  },
+  {
+    name: 'hagfish-watcher',
+    version: '1.0.1',
+    description: 'SmartDataCenter Usage Watcher Agent (mockcloud)',
+    imageUuid: '8e1e3f0c-5c1f-4b0a-9d1e-6f6a0c2b1a0a',
+  },
 ];
 
 export interface AgentFile {
@@ -67,9 +107,12 @@ export function builtinInstanceUuid(serverUuid: string, agentName: string): stri
   const h = createHash('sha1').update(`mockcloud-agent:${serverUuid.toLowerCase()}:${agentName}`).digest();
   h[6] = (h[6]! & 0x0f) | 0x50;
   h[8] = (h[8]! & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+  // One flat string: a template of slices would stay a tree of cons and sliced strings, ~400
+  // bytes per uuid held by every CN for each of its agents.
+  return h.subarray(0, 16).toString('hex').replace(UUID_GROUPS, '$1-$2-$3-$4-$5');
 }
+
+const UUID_GROUPS = /^(.{8})(.{4})(.{4})(.{4})(.{12})$/;
 
 /** What a CN without an agents directory reports. */
 export function builtinAgentRecords(serverUuid: string): AgentRecord[] {

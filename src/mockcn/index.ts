@@ -4,6 +4,7 @@ export * from './layout.js';
 export * from './profiles.js';
 export * from './sysinfo-template.js';
 export * from './sysinfo-file.js';
+export * from './sysinfo-keys.js';
 export * from './agents-dir.js';
 export * from './server-dir.js';
 export * from './mock-cn.js';

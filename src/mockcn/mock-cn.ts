@@ -7,6 +7,7 @@ import type { Sysinfo } from '../common/sysinfo.js';
 import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { readSysinfoFile } from './sysinfo-file.js';
+import { sdcAgentsOf } from './sysinfo-keys.js';
 import type { AgentAddress, AgentRecord, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
 
 /** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
@@ -53,6 +54,7 @@ export class MockCnImpl implements MockCn {
     this.sysinfo = init.sysinfo;
     this.agents = init.agents ?? [];
     this.hooks = init.hooks ?? DETACHED_HOOKS;
+    if (init.agents) applySdcAgents(this.sysinfo, this.agents);
   }
 
   get agentAddress(): AgentAddress | undefined {
@@ -75,6 +77,7 @@ export class MockCnImpl implements MockCn {
 
   async reloadSysinfo(): Promise<void> {
     const fresh = await readSysinfoFile(this.paths.sysinfo, this.uuid);
+    applySdcAgents(fresh, this.agents);
     applyAgentAddress(fresh, this.address);
     this.sysinfo = fresh;
     this.hooks.sysinfoChanged(this);
@@ -83,6 +86,8 @@ export class MockCnImpl implements MockCn {
   async refreshAgents(): Promise<AgentRecord[]> {
     const agents = await readAgents(this.paths.agents, this.uuid);
     this.agents = agents;
+    // The real agent_install / agents_uninstall refresh sysinfo too: "SDC Agents" follows.
+    if (applySdcAgents(this.sysinfo, agents)) this.hooks.sysinfoChanged(this);
     await this.hooks.postAgents(this, agents);
     return agents;
   }
@@ -98,6 +103,14 @@ export class MockCnImpl implements MockCn {
   agentVersion(name: string): string | undefined {
     return this.agents.find((a) => a.name === name)?.version;
   }
+}
+
+/** Set "SDC Agents" from the CN's agents, in place (the key keeps its position); true if it changed. */
+function applySdcAgents(sysinfo: Sysinfo, agents: readonly AgentRecord[]): boolean {
+  const next = sdcAgentsOf(agents);
+  if (JSON.stringify(sysinfo['SDC Agents']) === JSON.stringify(next)) return false;
+  sysinfo['SDC Agents'] = next;
+  return true;
 }
 
 function applyAgentAddress(sysinfo: Sysinfo, address: AgentAddress | undefined): void {

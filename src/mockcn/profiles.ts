@@ -16,9 +16,14 @@ export interface HardwareProfile {
   hwFamily: string;
   cpuType: string;
   cpuVirtualization: string;
-  /** sysinfo "CPU Physical Cores" (SmartOS reports sockets here). */
+  /** Sockets: sysinfo "CPU Socket Count" and its legacy name "CPU Physical Cores". */
   cpuPhysicalCores: number;
-  /** sysinfo "CPU Total Cores" (hardware threads). */
+  /** Physical cores over all sockets: sysinfo "CPU Core Count". */
+  cpuCoreCount: number;
+  /**
+   * Hardware threads, all online: sysinfo "CPU Count", "CPU Online Count" and the legacy
+   * "CPU Total Cores". Twice the cores: every profile's CPU runs two threads per core (SMT on).
+   */
   cpuTotalCores: number;
   bhyveMaxVcpus: number;
   /** sysinfo "MiB of Memory" (a string in sysinfo). */
@@ -33,7 +38,7 @@ export interface HardwareProfile {
 
 const VIRTUAL: HardwareProfile = {
   name: 'virtual',
-  description: 'the original mockcloud template: 2 sockets, 32 threads, 256 GiB, 16 x 600 GB disks',
+  description: 'the original mockcloud template: 2 sockets, 16 cores, 32 threads, 256 GiB, 16 x 600 GB disks',
   manufacturer: 'Joyent',
   product: 'Joyent-Virtual-CN-0001',
   skuNumber: '90210 rev 42',
@@ -42,6 +47,7 @@ const VIRTUAL: HardwareProfile = {
   cpuType: 'Intel(R) Xeon(R) CPU E5-2670 0 @ 2.60GHz',
   cpuVirtualization: 'vmx',
   cpuPhysicalCores: 2,
+  cpuCoreCount: 16,
   cpuTotalCores: 32,
   bhyveMaxVcpus: 32,
   memoryMiB: 262111,
@@ -54,10 +60,12 @@ const VIRTUAL: HardwareProfile = {
 const SMALL: HardwareProfile = {
   ...VIRTUAL,
   name: 'small',
-  description: 'a small box: 1 socket, 8 threads, 32 GiB, 4 x 480 GB disks',
+  description: 'a small box: 1 socket, 4 cores, 8 threads, 32 GiB, 4 x 480 GB disks',
   product: 'Joyent-Virtual-CN-0002',
-  cpuType: 'Intel(R) Xeon(R) E-2278G CPU @ 3.40GHz',
+  // A 4-core, 8-thread part, so the CPU counts in sysinfo fit the model named.
+  cpuType: 'Intel(R) Xeon(R) E-2134 CPU @ 3.50GHz',
   cpuPhysicalCores: 1,
+  cpuCoreCount: 4,
   cpuTotalCores: 8,
   bhyveMaxVcpus: 8,
   memoryMiB: 32625,
@@ -70,10 +78,11 @@ const SMALL: HardwareProfile = {
 const LARGE: HardwareProfile = {
   ...VIRTUAL,
   name: 'large',
-  description: 'a large box: 2 sockets, 96 threads, 1 TiB, 24 x 1920 GB disks',
+  description: 'a large box: 2 sockets, 48 cores, 96 threads, 1 TiB, 24 x 1920 GB disks',
   product: 'Joyent-Virtual-CN-0003',
   cpuType: 'Intel(R) Xeon(R) Gold 6248R CPU @ 3.00GHz',
   cpuPhysicalCores: 2,
+  cpuCoreCount: 48,
   cpuTotalCores: 96,
   bhyveMaxVcpus: 32,
   memoryMiB: 1048286,

@@ -1,14 +1,22 @@
 /**
  * Reading a server's sysinfo.json, as written by the original create-server (4-space JSON),
  * by its tasks (2-space) or by mockcloud. Validated once here, at the edge: what comes out is
- * a Sysinfo whose UUID is the server dir's name.
+ * a Sysinfo whose UUID is the server dir's name, with every key a real CN's sysinfo has (an
+ * older file gets the ones it lacks: sysinfo-keys.ts).
  */
 import fs from 'node:fs';
 import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
+import { completeSysinfo } from './sysinfo-keys.js';
 
 /** The run-time keys: where this process listens now, never what an old file says. */
 export const RUNTIME_SYSINFO_KEYS = ['CN Agent IP', 'CN Agent Port'] as const;
+
+/**
+ * Keys a running CN derives from its other state: "SDC Agents" is the CN's agents directory
+ * (as the real sysinfo lists /opt/smartdc/agents), whatever the file says.
+ */
+export const DERIVED_SYSINFO_KEYS = ['SDC Agents'] as const;
 
 export async function readSysinfoFile(file: string, expectedUuid: string): Promise<Sysinfo> {
   let text: string;
@@ -47,7 +55,7 @@ export function parseSysinfo(text: string, source: string, expectedUuid: string)
     throw new MockcloudError('InvalidContent', `${source}: "Network Interfaces" is not an object`);
   }
   for (const key of RUNTIME_SYSINFO_KEYS) delete sysinfo[key];
-  return sysinfo;
+  return completeSysinfo(sysinfo);
 }
 
 /** The hardware figures status reports are computed against. */

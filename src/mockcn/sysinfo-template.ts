@@ -1,9 +1,12 @@
 /**
- * Building a new mock CN's sysinfo: the original mockcloud template (cn-agent-spec §5.3), key
- * for key and in the same order, filled from a hardware profile.
+ * Building a new mock CN's sysinfo: every key a SmartOS CN's `sysinfo` prints, in its order
+ * (smartos-live src/sysinfo), with the original mockcloud template's values (cn-agent-spec
+ * §5.3) and the hardware of a profile. `"System Type": "Virtual"` is what marks a mock CN.
  */
 import { randomBytes } from 'node:crypto';
 import type { Sysinfo, SysinfoDisk, SysinfoNetworkInterface } from '../common/sysinfo.js';
+import { BUILTIN_AGENTS } from './agents-dir.js';
+import { sdcAgentsOf } from './sysinfo-keys.js';
 import type { HardwareProfile } from './profiles.js';
 
 export interface SysinfoInputs {
@@ -57,6 +60,8 @@ export function hostnameFor(uuid: string, prefix = 'VC'): string {
   return `${prefix}${uuid.slice(0, 8).toUpperCase()}`;
 }
 
+const SDC_AGENTS_OF_NEW_CN = sdcAgentsOf([...BUILTIN_AGENTS].sort((a, b) => (a.name < b.name ? -1 : 1)));
+
 export function buildSysinfo(input: SysinfoInputs): Sysinfo {
   const p = input.profile;
   const nowSec = Math.floor((input.now ?? Date.now()) / 1000);
@@ -68,10 +73,17 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': input.externalNic || input.headnode ? ['external'] : [], 'MAC Address': input.extraMac },
   };
   return {
+    'Live Image': p.platform ?? input.platform,
     'System Type': 'Virtual',
+    // A string, as the real script prints it ("goofy, but compatible").
+    'Boot Time': String(nowSec),
+    'Datacenter Name': input.datacenterName,
+    // Printed where /.dcinfo gives the headnode an id (smartos-live src/sysinfo).
+    ...(input.headnode ? { 'Headnode ID': 0 } : {}),
     'SDC Version': '7.0',
     Manufacturer: p.manufacturer,
     Product: p.product,
+    'Serial Number': input.uuid.slice(0, 8).toUpperCase(),
     'SKU Number': p.skuNumber,
     'HW Version': p.hwVersion,
     'HW Family': p.hwFamily,
@@ -79,33 +91,37 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     'VM Capable': true,
     'Bhyve Capable': true,
     'Bhyve Max Vcpus': p.bhyveMaxVcpus,
+    'HVM API': true,
     'CPU Type': p.cpuType,
     'CPU Virtualization': p.cpuVirtualization,
     'CPU Physical Cores': p.cpuPhysicalCores,
+    'Admin NIC Tag': 'admin',
+    'Admin IP': input.adminIp,
+    UUID: input.uuid,
+    Hostname: input.headnode ? 'headnode' : hostnameFor(input.uuid, input.hostnamePrefix),
     'CPU Total Cores': p.cpuTotalCores,
+    'CPU Socket Count': p.cpuPhysicalCores,
+    'CPU Core Count': p.cpuCoreCount,
+    'CPU Online Count': p.cpuTotalCores,
+    'CPU Count': p.cpuTotalCores,
     'MiB of Memory': String(p.memoryMiB),
     Zpool: 'zones',
+    'Zpool Encrypted': false,
     'Zpool Disks': diskNames.join(','),
     'Zpool Profile': p.zpoolProfile,
+    'Zpool Creation': nowSec,
+    'Zpool Size in GiB': p.zpoolSizeGiB,
+    'Zpool Recovery': {},
     Disks: disks,
     'Boot Parameters': input.headnode
       ? { console: 'ttyb', boot_args: '', bootargs: '', headnode: 'true' }
       : { console: 'ttyb', boot_args: '', bootargs: '' },
-    'SDC Agents': [],
+    Psrinfo: { smt_enabled: String(p.cpuCoreCount < p.cpuTotalCores) },
+    // The agents every new CN starts with, in the order the CN lists them (agents-dir.ts).
+    'SDC Agents': SDC_AGENTS_OF_NEW_CN.map((a) => ({ ...a })),
     'Network Interfaces': nics,
     'Virtual Network Interfaces': {},
     'Link Aggregations': {},
-    'Datacenter Name': input.datacenterName,
-    ...(input.headnode ? { 'Headnode ID': 0 } : {}),
-    UUID: input.uuid,
-    'Admin IP': input.adminIp,
-    'Zpool Size in GiB': p.zpoolSizeGiB,
-    'Live Image': p.platform ?? input.platform,
-    // A string, as the original wrote it ("goofy, but compatible").
-    'Boot Time': String(nowSec),
-    Hostname: input.headnode ? 'headnode' : hostnameFor(input.uuid, input.hostnamePrefix),
-    'Serial Number': input.uuid.slice(0, 8).toUpperCase(),
-    'Zpool Creation': nowSec,
   };
 }
 

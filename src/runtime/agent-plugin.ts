@@ -22,6 +22,8 @@ export interface ServiceUrls {
   vmapi?: string;
   napi?: string;
   imgapi?: string;
+  /** SAPI: where each CN's agent instances are adopted (RFD 82). */
+  sapi?: string;
 }
 
 /** What a plug-in may read of the fleet: the CNs currently hosted by the daemon. */

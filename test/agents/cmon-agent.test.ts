@@ -251,12 +251,57 @@ describe('cmon-agent', () => {
 
     const ambiguous = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics');
     expect(ambiguous.status).toBe(409);
-    expect(JSON.parse(ambiguous.body.toString()).message).toMatch(/2 mock CNs share CN Agent IP 127\.0\.0\.1/);
+    expect(JSON.parse(ambiguous.body.toString()).message).toMatch(/2 mock CNs share IP 127\.0\.0\.1/);
 
     const named = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: `${b.uuid}:${port}` });
     expect(named.status).toBe(200);
     expect(parsePrometheus(named.body.toString()).get('cpu_idle_seconds_total')!.samples).toHaveLength(3);
     const stranger = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: `${newUuid()}.cmon.testdc.example.com` });
     expect(stranger.status).toBe(404);
+  });
+
+  // triton-cmon lib/endpoints/metrics.js: CMON asks `http://<admin_ip>:9163/v1/gz/metrics` with a
+  // restify client that sets no Host of its own, so the Host header is `<admin_ip>:9163`.
+  // Here both CNs are reached on one shared address (a NAT or proxy in front of it keeps the Host).
+  it('shared IP: /v1/gz/metrics answers for the CN whose Admin IP the Host header carries', async () => {
+    const a = await fleet.addCn({ agentIp: '127.0.0.1', adminIp: '10.99.99.41' });
+    const b = await fleet.addCn({ agentIp: '127.0.0.1', adminIp: '10.99.99.42' });
+    a.sysinfo['CPU Total Cores'] = 4;
+    b.sysinfo['CPU Total Cores'] = 6;
+    b.sysinfo['Zpool Size in GiB'] = 100;
+    const vmA = await webVm(a);
+    const vmB = await webVm(b);
+    const { port } = await startAgent({ bind: ['127.0.0.1'] });
+
+    const gz = async (adminIp: string) => {
+      const res = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: `${adminIp}:9163` });
+      expect(res.status, res.body.toString()).toBe(200);
+      return parsePrometheus(res.body.toString());
+    };
+    const fa = await gz('10.99.99.41');
+    const fb = await gz('10.99.99.42');
+    expect(fa.get('cpu_user_seconds_total')!.samples).toHaveLength(4);
+    expect(fb.get('cpu_user_seconds_total')!.samples).toHaveLength(6);
+    expect(fb.get('zpool_size_bytes')!.samples[0]).toEqual({ labels: { pool: 'zones' }, value: 100 * 1024 ** 3 });
+    expect(fa.get('zpool_size_bytes')!.samples[0]!.value).not.toBe(100 * 1024 ** 3);
+    // Without a port, as a Host header for port 80 reads, it is the same CN.
+    const noPort = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: '10.99.99.42' });
+    expect(parsePrometheus(noPort.body.toString()).get('cpu_user_seconds_total')!.samples).toHaveLength(6);
+
+    // A VM is found on its own CN only, as a real cmon-agent knows only its CN's zones.
+    const opts = { 'x-joyent-cmon-opts': CORE_HEADER(false) };
+    expect((await raw('127.0.0.1', port, 'GET', `/v1/${vmA.uuid}/metrics`, { ...opts, host: '10.99.99.41:9163' })).status).toBe(200);
+    expect((await raw('127.0.0.1', port, 'GET', `/v1/${vmB.uuid}/metrics`, { ...opts, host: '10.99.99.41:9163' })).status).toBe(404);
+    expect((await raw('127.0.0.1', port, 'GET', `/v1/${vmB.uuid}/metrics`, { ...opts, host: '10.99.99.42:9163' })).status).toBe(200);
+
+    // An IP that is no CN's admin IP names nothing: the shared address is ambiguous again.
+    const other = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: '10.99.99.99:9163' });
+    expect(other.status).toBe(409);
+    // Two CNs with one admin IP (no NAPI: every admin IP is the bind IP) cannot be told apart.
+    const c = await fleet.addCn({ agentIp: '127.0.0.1', adminIp: '10.99.99.41' });
+    agent!.attach(c);
+    const twins = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: '10.99.99.41:9163' });
+    expect(twins.status).toBe(409);
+    expect(JSON.parse(twins.body.toString()).message).toMatch(/share IP 10\.99\.99\.41/);
   });
 });

@@ -240,6 +240,8 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     const status = await run(['status', ...dd()]);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/mock CNs:\s+51 \(51 registered\)/);
+    // The embedded headnode's SAPI, where the CNs' agent instances are adopted (RFD 82).
+    expect(status.stdout).toMatch(/SAPI:\s+http:\/\/127\.0\.0\.1:\d+: \d+ instances adopted, \d+ found/);
     const sj = JSON.parse((await run(['status', '-j', ...dd()])).stdout) as { servers: number; heartbeatsPerSecond: number };
     expect(sj.servers).toBe(51);
   }, 90_000);

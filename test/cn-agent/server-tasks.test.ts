@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_EXECUTE_EXIT_CODE } from '../../src/agents/cn-agent/index.js';
 import { repeatableUuidFromHex } from '../../src/agents/cn-agent/tasks/recovery_config.js';
 import { nicenum } from '../../src/agents/cn-agent/tasks/zfs-model.js';
-import { readAgents } from '../../src/mockcn/agents-dir.js';
+import { BUILTIN_AGENTS, readAgents } from '../../src/mockcn/agents-dir.js';
 import { newUuid } from '../../src/common/uuid.js';
 import net from 'node:net';
 import { Harness, history, postTask, provisionParams, type TestCn } from './helpers.js';
@@ -359,8 +359,13 @@ describe('server tasks', () => {
       const c = await h.addCn();
       const r = await postTask(c, 'agents_uninstall', { agents: ['cmon-agent', 'no-such-agent'] });
       expect(r.status).toBe(200);
-      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).map((a) => a.name)).toEqual(['cn-agent', 'net-agent', 'vm-agent']);
-      expect(c.hooks.agentPosts.at(-1)?.map((a) => a.name)).toEqual(['cn-agent', 'net-agent', 'vm-agent']);
+      const rest = BUILTIN_AGENTS.map((a) => a.name).filter((n) => n !== 'cmon-agent').sort();
+      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).map((a) => a.name)).toEqual(rest);
+      expect(c.hooks.agentPosts.at(-1)?.map((a) => a.name)).toEqual(rest);
+      // sysinfo's "SDC Agents" follows, and CNAPI gets it again (sdc-cn-agent lib/apm.js
+      // uninstallPackages ends with updateSysinfo).
+      expect((c.cn.sysinfo['SDC Agents'] as { name: string }[]).map((a) => a.name)).toEqual(rest);
+      expect(c.hooks.sysinfoChangedCount).toBe(1);
       c.hooks.failAgents = new Error('CNAPI said no');
       const f = await postTask(c, 'agents_uninstall', { agents: ['net-agent'] });
       expect(f.status).toBe(500);
@@ -373,7 +378,7 @@ describe('server tasks', () => {
         const r = await postTask(c, 'agents_uninstall', { agents });
         expect(r.status).toBe(500);
       }
-      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).length).toBe(4);
+      expect((await readAgents(c.cn.paths.agents, c.cn.uuid)).length).toBe(BUILTIN_AGENTS.length);
       await expect(fsp.stat(c.cn.paths.vms)).resolves.toBeDefined();
     });
 

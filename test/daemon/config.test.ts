@@ -33,8 +33,10 @@ describe('daemon configuration', () => {
       vmapi: 'http://vmapi.us-east-9.example.org',
       napi: 'http://napi.us-east-9.example.org',
       imgapi: 'http://imgapi.us-east-9.example.org',
+      sapi: 'http://sapi.us-east-9.example.org',
     });
     expect(c.sources.cnapiUrl).toBe('derived');
+    expect(c.sources.sapiUrl).toBe('derived');
     expect(c.adminUuid).toBe('11111111-2222-4333-8444-555555555555');
     expect(c.bindIp).toBe('10.99.99.42');
     expect(c.datacenterName).toBe('us-east-9');
@@ -79,6 +81,24 @@ describe('daemon configuration', () => {
     expect(c.controlPort).toBe(7000);
     expect(c.sources).toMatchObject({ cnapiUrl: 'flag', vmapiUrl: 'env', napiUrl: 'file', imgapiUrl: 'derived', controlPort: 'file' });
     expect(c.configFile).toBe(path.join(dir, 'config.json'));
+  });
+
+  it('takes the SAPI URL from --sapi-url, MOCKCLOUD_SAPI_URL or sapiUrl, and refuses a bad one', async () => {
+    const flag = await resolveConfig({ flags: { dataDir: dir, sapiUrl: 'http://10.99.99.30/' }, env: {}, mdata: noMdata });
+    expect(flag.urls.sapi).toBe('http://10.99.99.30');
+    expect(flag.sources.sapiUrl).toBe('flag');
+    const env = await resolveConfig({ flags: { dataDir: dir }, env: { MOCKCLOUD_SAPI_URL: 'http://sapi.env' }, mdata: noMdata });
+    expect(env.urls.sapi).toBe('http://sapi.env');
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ sapiUrl: 'http://sapi.file' }));
+    const file = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect(file.urls.sapi).toBe('http://sapi.file');
+    expect(file.sources.sapiUrl).toBe('file');
+    await fsp.rm(path.join(dir, 'config.json'));
+    // Without any of them, and without mdata to derive it from, there is no SAPI.
+    expect((await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).urls.sapi).toBeUndefined();
+    await expect(resolveConfig({ flags: { dataDir: dir, sapiUrl: 'sapi.example' }, env: {}, mdata: noMdata })).rejects.toThrow(
+      /--sapi-url \/ MOCKCLOUD_SAPI_URL/,
+    );
   });
 
   it('finds the data dir from the environment, then mdata mockcloudRoot', async () => {

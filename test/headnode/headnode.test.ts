@@ -43,12 +43,12 @@ describe('dev headnode', () => {
     return { dataDir, hn, make };
   }
 
-  it('writes headnode.json with the four addresses, and each one answers', async () => {
+  it('writes headnode.json with the five addresses, and each one answers', async () => {
     const { dataDir, hn } = await setup();
     const urls = await hn.start();
     const file = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
     expect(file).toEqual(urls);
-    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'vmapi']);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'sapi', 'vmapi']);
     for (const u of Object.values(file)) expect(u).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     const cnapi = cnapiClient(file.cnapi);
@@ -61,6 +61,10 @@ describe('dev headnode', () => {
       expect((await call(napi, 'listNetworks', {})).map((n: { name: string }) => n.name).sort()).toEqual(['admin', 'external']);
       const images = await call(imgapi, 'listImages', {});
       expect(images.some((i: { type: string }) => i.type === 'zone-dataset')).toBe(true);
+      // SAPI's ping (sdc-sapi lib/server/endpoints/ping.js).
+      const ping = await fetch(`${file.sapi}/ping`);
+      expect(ping.status).toBe(200);
+      expect(await ping.json()).toMatchObject({ mode: 'full', storAvailable: true });
     } finally {
       for (const c of [cnapi, vmapi, napi, imgapi]) closeClient(c);
     }

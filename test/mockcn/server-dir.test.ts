@@ -56,7 +56,7 @@ describe('server directories', () => {
     await fsp.rm(dataDir, { recursive: true, force: true });
   });
 
-  it('creates the original layout with sysinfo and the four agents', async () => {
+  it('creates the original layout with sysinfo and the agents a Triton CN runs', async () => {
     const uuid = newUuid();
     await beginServerCreation(dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: ['00:10:fe:00:00:01'] });
     // Until finished, the server is only a hidden staging dir with its marker.
@@ -76,7 +76,11 @@ describe('server directories', () => {
     // No agents dir is written: a new CN reports the built-in agents, with stable instance uuids.
     await expect(fsp.stat(p.agents)).rejects.toThrow();
     const agents = await readAgents(p.agents, uuid);
-    expect(agents.map((a) => a.name)).toEqual(['cmon-agent', 'cn-agent', 'net-agent', 'vm-agent']);
+    // The set a real CN runs out of /opt/smartdc/agents (sdcadm lib/steps/sapi.js ensureAgentServices).
+    expect(agents.map((a) => a.name)).toEqual([
+      'amon-agent', 'amon-relay', 'cmon-agent', 'cn-agent', 'config-agent', 'firewaller', 'hagfish-watcher', 'net-agent',
+      'smartlogin', 'vm-agent',
+    ]);
     for (const a of agents) {
       expect(a.version).toMatch(/^\d+\.\d+\.\d+$/);
       expect(a.image_uuid).toMatch(/^[0-9a-f-]{36}$/);

@@ -1,16 +1,33 @@
-/** A new mock CN's sysinfo is the original mockcloud template, filled from a hardware profile. */
+/**
+ * A new mock CN's sysinfo has every key a SmartOS CN's `sysinfo` prints, in its order
+ * (smartos-live src/sysinfo, output_json), the original mockcloud template's values
+ * (cn-agent-spec §5.3) and a hardware profile's figures; an older sysinfo.json is completed
+ * when read, keeping what it has.
+ */
 import { describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
 import { newUuid } from '../../src/common/uuid.js';
+import { BUILTIN_AGENTS } from '../../src/mockcn/agents-dir.js';
 import { getProfile, PROFILES } from '../../src/mockcn/profiles.js';
 import { buildSysinfo, randomMockMac, serializeNewSysinfo } from '../../src/mockcn/sysinfo-template.js';
-import { sysinfoHardware } from '../../src/mockcn/sysinfo-file.js';
+import { parseSysinfo, sysinfoHardware } from '../../src/mockcn/sysinfo-file.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as {
   adminIpFromSysinfo(s: unknown): string;
   agentIpFromSysinfo(s: unknown): string;
 };
+
+/** The keys smartos-live src/sysinfo's output_json prints in a Triton CN's global zone, in order. */
+const REAL_KEYS = [
+  'Live Image', 'System Type', 'Boot Time', 'Datacenter Name', 'SDC Version', 'Manufacturer', 'Product',
+  'Serial Number', 'SKU Number', 'HW Version', 'HW Family', 'Setup', 'VM Capable', 'Bhyve Capable',
+  'Bhyve Max Vcpus', 'HVM API', 'CPU Type', 'CPU Virtualization', 'CPU Physical Cores', 'Admin NIC Tag', 'Admin IP',
+  'UUID', 'Hostname', 'CPU Total Cores', 'CPU Socket Count', 'CPU Core Count', 'CPU Online Count', 'CPU Count',
+  'MiB of Memory', 'Zpool', 'Zpool Encrypted', 'Zpool Disks', 'Zpool Profile', 'Zpool Creation', 'Zpool Size in GiB',
+  'Zpool Recovery', 'Disks', 'Boot Parameters', 'Psrinfo', 'SDC Agents', 'Network Interfaces',
+  'Virtual Network Interfaces', 'Link Aggregations',
+];
 
 /** The original create-server template's keys, in its order (cn-agent-spec §5.3). */
 const ORIGINAL_KEYS = [
@@ -41,9 +58,9 @@ function make(profile = 'virtual', hostnamePrefix?: string) {
 }
 
 describe('sysinfo template', () => {
-  it('has the original keys in the original order and values', () => {
+  it('has every key of a real CN\'s sysinfo, in its order, with the original values', () => {
     const { uuid, sysinfo, adminMac, extraMac, now } = make();
-    expect(Object.keys(sysinfo)).toEqual(ORIGINAL_KEYS);
+    expect(Object.keys(sysinfo)).toEqual(REAL_KEYS);
     expect(sysinfo).toMatchObject({
       'System Type': 'Virtual',
       'SDC Version': '7.0',
@@ -64,7 +81,6 @@ describe('sysinfo template', () => {
       Zpool: 'zones',
       'Zpool Profile': 'mirror',
       'Boot Parameters': { console: 'ttyb', boot_args: '', bootargs: '' },
-      'SDC Agents': [],
       'Virtual Network Interfaces': {},
       'Link Aggregations': {},
       'Datacenter Name': 'coal',
@@ -79,6 +95,22 @@ describe('sysinfo template', () => {
     });
     expect(typeof sysinfo['Boot Time']).toBe('string');
     expect(typeof sysinfo['Zpool Creation']).toBe('number');
+    // The keys the original template lacked, as a CN with this hardware prints them.
+    expect(sysinfo).toMatchObject({
+      'HVM API': true,
+      'Admin NIC Tag': 'admin',
+      'CPU Socket Count': 2,
+      'CPU Core Count': 16,
+      'CPU Online Count': 32,
+      'CPU Count': 32,
+      'Zpool Encrypted': false,
+      'Zpool Recovery': {},
+      Psrinfo: { smt_enabled: 'true' },
+    });
+    // "SDC Agents": name and version of every agent the CN starts with (`json -a name version`).
+    expect(sysinfo['SDC Agents']).toEqual(
+      [...BUILTIN_AGENTS].sort((a, b) => (a.name < b.name ? -1 : 1)).map((a) => ({ name: a.name, version: a.version })),
+    );
     expect(sysinfo['Network Interfaces']).toEqual({
       dnet0: { ip4addr: '10.99.99.41', 'Link Status': 'up', 'NIC Names': ['admin'], 'MAC Address': adminMac },
       dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': [], 'MAC Address': extraMac },
@@ -110,7 +142,8 @@ describe('sysinfo template', () => {
     const { sysinfo } = make();
     const text = serializeNewSysinfo(sysinfo);
     expect(text.endsWith('}\n')).toBe(true);
-    expect(text.split('\n')[1]).toBe('    "System Type": "Virtual",');
+    expect(text.split('\n')[1]).toBe('    "Live Image": "20210826T002459Z",');
+    expect(text.split('\n')[2]).toBe('    "System Type": "Virtual",');
     expect(JSON.parse(text)).toEqual(sysinfo);
   });
 
@@ -125,5 +158,50 @@ describe('sysinfo template', () => {
     expect(sysinfoHardware(small).poolSizeBytes).toBe(p.zpoolSizeGiB * 1024 ** 3);
     expect(PROFILES.size).toBeGreaterThanOrEqual(3);
     expect(() => getProfile('huge')).toThrow(/unknown hardware profile "huge"/);
+  });
+
+  it('keeps the CPU counts of every profile consistent, as psrinfo reports them', () => {
+    for (const name of PROFILES.keys()) {
+      const s = make(name).sysinfo;
+      const p = getProfile(name);
+      // Legacy names: "CPU Physical Cores" is the sockets, "CPU Total Cores" the threads.
+      expect(s['CPU Socket Count'], name).toBe(s['CPU Physical Cores']);
+      expect(s['CPU Count'], name).toBe(s['CPU Total Cores']);
+      expect(s['CPU Online Count'], name).toBe(s['CPU Count']);
+      expect(s['CPU Core Count'], name).toBe(p.cpuCoreCount);
+      expect(s['CPU Core Count'] % s['CPU Socket Count'], name).toBe(0);
+      expect(s['CPU Count'], name).toBe(2 * s['CPU Core Count']);
+      expect(s.Psrinfo, name).toEqual({ smt_enabled: 'true' });
+      expect(s['Bhyve Max Vcpus'], name).toBeLessThanOrEqual(s['CPU Count']);
+    }
+  });
+
+  it('completes an older sysinfo.json when it is read, keeping every key and value it has', () => {
+    const { uuid, sysinfo } = make();
+    // A CN as the original mockcloud (or an older mockcloud) wrote it: the original keys only,
+    // "SDC Agents" empty, plus a key of someone's own.
+    const old: Record<string, unknown> = {};
+    for (const k of ORIGINAL_KEYS) old[k] = sysinfo[k];
+    old['SDC Agents'] = [];
+    old['CPU Total Cores'] = 24;
+    old['Zpool Recovery'] = undefined;
+    old['Local Note'] = 'kept';
+    const read = parseSysinfo(JSON.stringify(old), 'old sysinfo.json', uuid);
+    expect(Object.keys(read)).toEqual([...REAL_KEYS, 'Local Note']);
+    for (const k of ORIGINAL_KEYS) expect(read[k], k).toEqual(old[k]);
+    expect(read['Local Note']).toBe('kept');
+    expect(read).toMatchObject({
+      'HVM API': true,
+      'Admin NIC Tag': 'admin',
+      'CPU Socket Count': 2,
+      'CPU Count': 24,
+      'CPU Online Count': 24,
+      'CPU Core Count': 12,
+      'Zpool Encrypted': false,
+      'Zpool Recovery': {},
+      Psrinfo: { smt_enabled: 'true' },
+    });
+    // A complete one comes back as it is.
+    expect(parseSysinfo(JSON.stringify(sysinfo), 'new sysinfo.json', uuid)).toEqual(sysinfo);
   });
 });

@@ -9,4 +9,4 @@ export {
   type CmonAgentOptions,
 } from './plugin.js';
 export { formatFamilies, type MetricFamily } from './prometheus.js';
-export { hostServerUuid } from './routing.js';
+export { hostIp, hostServerUuid } from './routing.js';

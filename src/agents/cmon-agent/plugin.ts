@@ -30,7 +30,7 @@ import { CounterBank } from './counters.js';
 import { gzFamilies } from './gz-metrics.js';
 import { formatFamilies } from './prometheus.js';
 import { ListenerSet } from './listeners.js';
-import { AddressIndex, agentIpOf, hostServerUuid, plainAddress } from './routing.js';
+import { AddressIndex, agentIpOf, plainAddress } from './routing.js';
 import { vmFamilies } from './vm-metrics.js';
 
 const gzip = promisify(zlib.gzip);
@@ -201,10 +201,19 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     return formatFamilies(gzFamilies({ cn, now: Date.now(), counters: this.bank }));
   }
 
-  /** The VM on the CN(s) this request reached; the whole fleet when no CN claims the address. */
+  /**
+   * The VM on the CN the Host header names (a real agent knows only its own CN's zones), else
+   * on the CN(s) this request reached; the whole fleet when no CN claims the address.
+   */
   private findVm(req: http.IncomingMessage, uuid: string): Vm | undefined {
-    const local = this.index.at(plainAddress(req.socket.localAddress));
-    const cns = local.length > 0 ? local : this.ctx.fleet.list();
+    const target = this.index.resolveHost(req.headers.host);
+    let cns: MockCn[];
+    if (target.kind === 'cn') cns = [target.cn];
+    else if (target.kind === 'shared') cns = target.cns;
+    else {
+      const local = this.index.at(plainAddress(req.socket.localAddress));
+      cns = local.length > 0 ? local : this.ctx.fleet.list();
+    }
     for (const cn of cns) {
       const vm = cn.vms.get(uuid, { include_dni: true });
       if (vm) return vm;
@@ -213,15 +222,14 @@ export class CmonAgentPlugin implements CnAgentPlugin {
   }
 
   private addressedCn(req: http.IncomingMessage): MockCn {
-    const named = hostServerUuid(req.headers.host);
-    if (named) {
-      const cn = this.ctx.fleet.get(named);
-      if (cn) return cn;
+    const target = this.index.resolveHost(req.headers.host);
+    if (target.kind === 'cn') return target.cn;
+    if (target.kind === 'unknown-uuid') {
       this.counters.notFound++;
-      throw new MockcloudError('ResourceNotFound', `server ${named} is not a mock CN of this daemon`);
+      throw new MockcloudError('ResourceNotFound', `server ${target.uuid} is not a mock CN of this daemon`);
     }
-    const ip = plainAddress(req.socket.localAddress);
-    const local = this.index.at(ip);
+    const ip = target.kind === 'shared' ? target.ip : plainAddress(req.socket.localAddress);
+    const local = target.kind === 'shared' ? target.cns : this.index.at(ip);
     if (local.length === 1) return local[0]!;
     if (local.length === 0 && this.ctx.fleet.size === 1) return this.ctx.fleet.list()[0]!;
     if (local.length === 0) {
@@ -231,8 +239,8 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     this.counters.ambiguous++;
     throw new MockcloudError(
       'Conflict',
-      `${local.length} mock CNs share CN Agent IP ${ip}: name one in the Host header (Host: <server_uuid>), ` +
-        'or give every mock CN its own agent IP',
+      `${local.length} mock CNs share IP ${ip}: address one by its Admin IP (Host: <Admin IP>:9163, as CMON does ` +
+        'for a CN without a CN Agent IP) or its uuid (Host: <server_uuid>), or give every mock CN its own agent IP',
     );
   }
 

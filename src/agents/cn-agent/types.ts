@@ -8,11 +8,16 @@
  */
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import type { MockCn } from '../../mockcn/types.js';
+import type { AgentRecord, MockCn } from '../../mockcn/types.js';
 import type { ZfsStore } from './tasks/zfs-state.js';
 import type { StreamListeners } from './stream-listeners.js';
 import type { ContainerFiles } from './tasks/container-fs.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
+
+/** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
+export interface AgentInstanceAdopter {
+  adopt(cn: MockCn, agents: readonly AgentRecord[]): Promise<{ adopted: string[]; present: string[]; noService: string[] }>;
+}
 
 /** What every task may use besides its CN: shared, never per CN. */
 export interface TaskEnvironment {
@@ -38,6 +43,8 @@ export interface TaskEnvironment {
   allowExecute?: boolean | undefined;
   /** How long a rebooting CN stays down (`--boot-seconds`); DEFAULT_BOOT_SECONDS otherwise. */
   bootSeconds?: number | undefined;
+  /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
+  agentInstances?: AgentInstanceAdopter | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;

@@ -1,15 +1,16 @@
 /**
  * agent_install: works on the CN's `agents/<name>/{package.json,image_uuid,instance_uuid}`
- * directory and then posts the list to CNAPI through `cn.refreshAgents()`. The agents tasks
- * hold the CN's 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but
- * never enforced.
+ * directory, adopts the instance into SAPI as the agent's postinstall does
+ * (adopt_instance_if_necessary; best effort: the install stands whatever SAPI says), and then
+ * posts the list to CNAPI through `cn.refreshAgents()`. The agents tasks hold the CN's
+ * 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but never enforced.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../../../common/durable-file.js';
 import { isUuid, newUuid } from '../../../common/uuid.js';
 import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
-import { defineTask, TaskError } from '../types.js';
+import { defineTask, TaskError, type TaskContext } from '../types.js';
 import { AgentImageError, fetchAgentImage } from './agent-image.js';
 import { isAgentName, uuidParam } from './params.js';
 import { messageOf } from './vm-common.js';
@@ -50,10 +51,26 @@ export const agentInstall = defineTask<{ imageUuid: string }>({
       // The agent is installed: telling CNAPI is best effort, as on a real CN.
       ctx.log.error({ err }, 'Error posting agents to CNAPI');
     }
+    await adoptIntoSapi(ctx, name);
     ctx.progress(100);
     return {};
   },
 });
+
+/** The installed agent's instance into SAPI, logged as the postinstall script says it. */
+async function adoptIntoSapi(ctx: TaskContext, name: string): Promise<void> {
+  const adopter = ctx.env.agentInstances;
+  const record = ctx.cn.agents?.find((a) => a.name === name);
+  if (!adopter || !record?.uuid) return;
+  try {
+    const r = await adopter.adopt(ctx.cn, [record]);
+    if (r.adopted.length > 0) ctx.log.info('Adopted service %s to instance %s', name, record.uuid);
+    else if (r.noService.length > 0) ctx.log.warn('Unable to get service uuid for role %s from SAPI', name);
+    else ctx.log.info('instance %s of %s is in SAPI already', record.uuid, name);
+  } catch (err) {
+    ctx.log.warn({ err }, 'Unable to adopt %s into SAPI now; retrying in the background', record.uuid);
+  }
+}
 
 /** Write agents/<name>/{package.json,image_uuid} and keep (or create) instance_uuid. */
 async function installAgentFiles(agentsDir: string, name: string, packageJson: string, imageUuid: string): Promise<void> {

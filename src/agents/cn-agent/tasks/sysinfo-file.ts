@@ -7,6 +7,7 @@
 import { writeFileDurable } from '../../../common/durable-file.js';
 import type { Sysinfo } from '../../../common/sysinfo.js';
 import { readSysinfoFile, RUNTIME_SYSINFO_KEYS } from '../../../mockcn/sysinfo-file.js';
+import { sdcAgentsOf } from '../../../mockcn/sysinfo-keys.js';
 import type { MockCn } from '../../../mockcn/types.js';
 
 export function readCnSysinfo(cn: MockCn): Promise<Sysinfo> {
@@ -16,12 +17,14 @@ export function readCnSysinfo(cn: MockCn): Promise<Sysinfo> {
 export async function writeCnSysinfo(cn: MockCn, sysinfo: Sysinfo): Promise<void> {
   const copy: Record<string, unknown> = { ...sysinfo };
   for (const key of RUNTIME_SYSINFO_KEYS) delete copy[key];
+  if (cn.agents) copy['SDC Agents'] = sdcAgentsOf(cn.agents);
   await writeFileDurable(cn.paths.sysinfo, `${JSON.stringify(copy, null, 2)}\n`);
 }
 
-/** sysinfo as the agent reports it: the file plus where this agent listens. */
+/** sysinfo as the agent reports it: the file, the CN's agents, and where this agent listens. */
 export function withAgentAddress(sysinfo: Sysinfo, cn: MockCn): Sysinfo {
   const out: Sysinfo = { ...sysinfo };
+  if (cn.agents) out['SDC Agents'] = sdcAgentsOf(cn.agents);
   if (cn.agentAddress) {
     out['CN Agent IP'] = cn.agentAddress.ip;
     out['CN Agent Port'] = cn.agentAddress.port;
