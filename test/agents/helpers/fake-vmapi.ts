@@ -27,6 +27,8 @@ export class FakeVmapi {
   readonly failServers = new Set<string>();
   /** Each answer waits this long (to observe concurrency). */
   delayMs = 0;
+  /** While set, every request waits for it before it is answered (a VMAPI that is slow for as long as a test needs). */
+  hold: Promise<void> | undefined;
   /** Most requests in flight at once, per server (from the User-Agent). */
   readonly maxInFlight = new Map<string, number>();
   private readonly inFlight = new Map<string, number>();
@@ -76,6 +78,7 @@ export class FakeVmapi {
     this.maxInFlight.set(server, Math.max(now, this.maxInFlight.get(server) ?? 0));
     try {
       if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+      if (this.hold) await this.hold;
       this.answer(req, res, url, body, server);
     } finally {
       this.inFlight.set(server, (this.inFlight.get(server) ?? 1) - 1);
