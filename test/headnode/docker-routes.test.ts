@@ -180,4 +180,32 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
     const finished = events.find((e) => e.type === 'build_finished');
     expect(finished.finalImageDigest).toBe(created[0]!.config_digest);
   });
+
+  // sdc-cn-agent lib/backends/smartos/bin/docker-build.js publishes each file layer to the
+  // IMGAPI it is given (import, add file, update to the layer's uuid, activate): the dev
+  // IMGAPI takes that sequence, so the layer is an active image there.
+  it('dockerBuild with COPY publishes its layer to the dev IMGAPI, active', async () => {
+    const res = await call<Obj>(cnapi, 'dockerBuild', server, vm, {
+      payload: {
+        account_uuid: newUuid(),
+        command: 'build',
+        imgapi_url: headnode.urls.imgapi,
+        scratchImageUuid: newUuid(),
+        nocache: true,
+        dockerfile: 'Dockerfile',
+      },
+    });
+    const created: Obj[] = [];
+    const context = makeTar({ Dockerfile: 'FROM scratch\nCOPY hello.txt /srv/\n', 'hello.txt': 'hi there\n' });
+    const { events } = await runBuildClient(res.host, res.port, context, (e) => {
+      if (e.type === 'image_create') created.push(e.payload);
+      return {};
+    });
+    expect(events[events.length - 1], JSON.stringify(events.slice(-3))).toMatchObject({ type: 'end' });
+    expect(events[events.length - 1].error).toBeUndefined();
+    const layer = created.find((c) => typeof c.image_uuid === 'string' && c.image_uuid.length > 0)!;
+    const image = (await (await fetch(`${headnode.urls.imgapi}/images/${layer.image_uuid}`)).json()) as Obj;
+    expect(image).toMatchObject({ uuid: layer.image_uuid, state: 'active', type: 'docker' });
+    expect(image.files).toHaveLength(1);
+  });
 });

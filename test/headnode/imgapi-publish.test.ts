@@ -107,6 +107,37 @@ describe('dev IMGAPI: publishing an image as imgadm does', () => {
     expect([dup.statusCode, dup.body?.code]).toEqual([409, 'ImageUuidAlreadyExists']);
   });
 
+  // sdc-imgapi lib/images.js apiUpdateImage, as sdc-cn-agent's docker build uses it for each
+  // layer (lib/backends/smartos/bin/docker-build.js): the placeholder takes the layer's final
+  // uuid and digests while unactivated, its file moving with it.
+  it('UpdateImage moves an unactivated image to a new uuid with its file; refuses what imgmanifest does not let change', async () => {
+    const m = manifest();
+    await call(env.client, 'adminImportImage', m);
+    await call(env.client, 'addImageFile', { uuid: m.uuid, file, size: data.length, compression: 'gzip', sha1 });
+    const finalUuid = randomUUID();
+    const updated = await call(env.client, 'updateImage', m.uuid, {
+      uuid: finalUuid,
+      version: 'abc123',
+      tags: { 'docker:id': 'sha256:abc' },
+      files: [{ sha1, size: data.length, compression: 'gzip', digest: 'sha256:layer', uncompressedDigest: 'sha256:raw' }],
+    });
+    expect(updated).toMatchObject({ uuid: finalUuid, version: 'abc123', tags: { 'docker:id': 'sha256:abc' }, state: 'unactivated' });
+    // The digests are kept, not shown: Image.serialize gives sha1, size and compression only.
+    expect(updated.files).toEqual([{ sha1, size: data.length, compression: 'gzip' }]);
+    expect((await callError(env.client, 'getImage', m.uuid)).statusCode).toBe(404);
+    expect(await call(env.client, 'activateImage', finalUuid)).toMatchObject({ uuid: finalUuid, state: 'active' });
+    const back = path.join(dir, 'moved.gz');
+    await call(env.client, 'getImageFile', finalUuid, back);
+    expect(createHash('sha1').update(await readFile(back)).digest('hex')).toBe(sha1);
+
+    const locked = await callError(env.client, 'updateImage', finalUuid, { uuid: randomUUID() });
+    expect([locked.statusCode, locked.body?.code]).toEqual([422, 'ValidationFailed']);
+    expect(locked.body?.errors).toEqual([{ field: 'uuid', code: 'NotAllowed', message: 'Can only be updated on unactivated images' }]);
+    const unknown = await callError(env.client, 'updateImage', finalUuid, { published_at: 'x' });
+    expect(unknown.body?.errors).toEqual([{ field: 'published_at', code: 'NotAllowed', message: 'Parameter cannot be updated' }]);
+    expect(await call(env.client, 'updateImage', finalUuid, { description: 'a layer' })).toMatchObject({ description: 'a layer', state: 'active' });
+  });
+
   it('refuses activation without a file, a file whose sha1 does not match, and bad manifests', async () => {
     const m = manifest();
     await call(env.client, 'adminImportImage', m);

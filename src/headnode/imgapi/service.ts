@@ -18,7 +18,7 @@ import { closeServer, createServer, listen, route, type Req, type Reply, type Re
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import { buildTarball } from './build.js';
 import { matches, seedImages, serializeImage, type ImageManifest, type ListFilter } from './images.js';
-import { activateImage, addImageFile, adminImportImage, createImage, deleteImage, imageAction, type ImageCatalogue } from './writes.js';
+import { activateImage, addImageFile, adminImportImage, createImage, deleteImage, imageAction, updateImage, type ImageCatalogue } from './writes.js';
 
 export interface ImgapiServiceOptions {
   log: Logger;
@@ -200,7 +200,9 @@ export class ImgapiService {
       r((req) => {
         this.validUuid(req);
         // AdminImportImage runs before the image is looked up: it must not exist yet.
-        return imageAction(req) === 'import' ? adminImportImage(cat, req) : activateImage(cat, this.imageFor(req));
+        const action = imageAction(req);
+        if (action === 'import') return adminImportImage(cat, req);
+        return action === 'update' ? updateImage(cat, this.imageFor(req), req) : activateImage(cat, this.imageFor(req));
       }),
     );
     server.put('/images/:uuid/file', r((req) => addImageFile(cat, this.imageFor(req), req)));

@@ -10,6 +10,9 @@
  * - AddImageFile `PUT /images/:uuid/file?compression=..[&sha1=..]`: the file, streamed to
  *   disk with its size, sha1 and MD5 checked against `Content-Length` and `sha1`;
  * - ActivateImage `POST /images/:uuid?action=activate`: needs a file, sets `published_at`;
+ * - UpdateImage `POST /images/:uuid?action=update`: the mutable fields, and (unactivated only,
+ *   as docker build uses it) `uuid`, `origin` and the digests of `files`: a new uuid moves the
+ *   image and its file;
  * - DeleteImage `DELETE /images/:uuid`: refused while another image names it as its origin.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -144,11 +147,92 @@ export async function activateImage(cat: ImageCatalogue, m: ImageManifest): Prom
 }
 
 /** The POST /images/:uuid actions the dev IMGAPI serves. */
-export function imageAction(req: Req): 'import' | 'activate' {
+export function imageAction(req: Req): 'import' | 'activate' | 'update' {
   const action = actionOf(req);
   if (action === 'import' && query(req).source === undefined) return 'import';
-  if (action === 'activate') return 'activate';
+  if (action === 'activate' || action === 'update') return action;
   throw invalidAction(action);
+}
+
+/** imgmanifest's `mutable` fields (node-imgmanifest lib/imgmanifest.js). */
+const UPDATEABLE = new Set([
+  'owner', 'name', 'version', 'description', 'homepage', 'eula', 'public', 'os', 'acl', 'requirements', 'users',
+  'billing_tags', 'traits', 'tags', 'generate_passwords', 'inherited_directories', 'nic_driver', 'disk_driver',
+  'cpu_type', 'image_size', 'channels',
+]);
+/** Operator-only; `files`, `origin` and `uuid` only on an unactivated image (apiUpdateImage). */
+const ADMIN_ONLY = new Set(['state', 'error', 'billing_tags', 'traits', 'files', 'origin', 'uuid']);
+
+/** `POST /images/:uuid?action=update`, as sdc-imgapi lib/images.js apiUpdateImage. */
+export async function updateImage(cat: ImageCatalogue, m: ImageManifest, req: Req): Promise<Reply> {
+  const data = body(req);
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw validationFailed('missing request body', [{ field: 'body', code: 'MissingParameter', message: 'missing' }]);
+  }
+  const fields = data as Record<string, unknown>;
+  const keys = Object.keys(fields);
+  if (keys.length === 0) throw validationFailed('invalid image update data: no parameters provided', []);
+  const activated = m.state === 'active' || m.state === 'disabled';
+  const errs: { field: string; code: string; message: string }[] = [];
+  for (const key of keys) {
+    if (!UPDATEABLE.has(key) && !ADMIN_ONLY.has(key)) errs.push({ field: key, code: 'NotAllowed', message: 'Parameter cannot be updated' });
+  }
+  for (const key of ADMIN_ONLY) {
+    if (fields[key] === undefined) continue;
+    if (query(req).account !== undefined) {
+      errs.push({ field: key, code: 'NotAllowed', message: 'Can only be updated by operators' });
+    } else if ((key === 'uuid' || key === 'origin' || key === 'files') && activated) {
+      errs.push({ field: key, code: 'NotAllowed', message: 'Can only be updated on unactivated images' });
+    } else if (key === 'files') {
+      const file0 = (Array.isArray(fields.files) ? fields.files[0] : undefined) as Record<string, unknown> | undefined;
+      const have = m.files[0] as unknown as Record<string, unknown> | undefined;
+      for (const [k, v] of Object.entries(file0 ?? {})) {
+        if (k !== 'digest' && k !== 'uncompressedDigest' && v !== have?.[k]) {
+          errs.push({ field: key, code: 'NotAllowed', message: 'Can only update "digest" or "uncompressedDigest" fields on files' });
+        }
+      }
+    }
+  }
+  if (errs.length > 0) throw validationFailed(`invalid image update data: ${errs.map((e) => e.field).join(', ')}`, errs);
+
+  const next: Record<string, unknown> = { ...m };
+  for (const key of keys) {
+    if (key === 'files') {
+      const file0 = (fields.files as Record<string, unknown>[])[0] ?? {};
+      next.files = m.files.map((f, i) =>
+        i === 0
+          ? {
+              ...f,
+              ...(file0.digest ? { digest: file0.digest } : {}),
+              ...(file0.uncompressedDigest ? { uncompressedDigest: file0.uncompressedDigest } : {}),
+            }
+          : f,
+      );
+    } else if (fields[key] === null) {
+      delete next[key];
+    } else {
+      next[key] = fields[key];
+    }
+  }
+  const uuid = next.uuid;
+  if (!isUuid(uuid)) throw validationFailed('invalid image update data: uuid', [{ field: 'uuid', code: 'Invalid', message: 'not a UUID' }]);
+  await ensureOrigin(cat, typeof next.origin === 'string' ? next.origin : undefined);
+  const updated = next as unknown as ImageManifest;
+  if (uuid !== m.uuid) {
+    if (cat.get(uuid)) throw alreadyExists(uuid);
+    // The file moves with the image (Image.moveFileToImage), then the old record goes.
+    if (m.files.length > 0) {
+      await fsp.mkdir(path.dirname(cat.fileOf(uuid)), { recursive: true });
+      await fsp.rename(cat.fileOf(m.uuid), cat.fileOf(uuid));
+      await fsyncDir(path.dirname(cat.fileOf(uuid)));
+    }
+    await cat.put(updated);
+    await cat.remove(m.uuid);
+    await fsp.rm(path.dirname(cat.fileOf(m.uuid)), { recursive: true, force: true });
+  } else {
+    await cat.put(updated);
+  }
+  return ok(serializeImage(updated));
 }
 
 /** `PUT /images/:uuid/file`: the request body is the file (never parsed: octet-stream). */
