@@ -23,6 +23,7 @@ import os from 'node:os';
 import restify from 'restify';
 import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
+import { TurnPacer } from '../../common/turn-pacer.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentAddress, CnPower, MockCn } from '../../mockcn/types.js';
 import { TaskAdmission, type AdmissionLimits } from './admission.js';
@@ -73,6 +74,8 @@ export interface RejectionCounters {
 const SERVER_NAME = 'Compute Node Agent';
 /** New connections handed to HTTP per turn of the event loop (see onConnection). */
 const CONNECTIONS_PER_TURN = 64;
+/** Requests whose handling starts per turn of the event loop (see createRestifyServer). */
+const REQUESTS_PER_TURN = 64;
 
 export class CnAgentServer {
   readonly runner: TaskRunner;
@@ -92,6 +95,7 @@ export class CnAgentServer {
   private readonly attaching = new Set<string>();
   /** Accepted connections not yet handed to the HTTP server (see onConnection). */
   private readonly accepted: { slot: CnSlot; sock: net.Socket }[] = [];
+  private readonly requestPacer = new TurnPacer(REQUESTS_PER_TURN);
   private stopped = false;
   private readonly taskLog: TaskLogWriter | undefined;
   /** The docker tasks' one-request listeners (stream-listeners.ts). */
@@ -312,6 +316,18 @@ export class CnAgentServer {
 
   private createRestifyServer(): restify.Server {
     const server = restify.createServer({ name: SERVER_NAME, log: this.log.child({ component: 'cn-agent-http' }) });
+    // A burst of requests is parsed in one turn; its handling goes a slice per turn (turn-pacer.ts).
+    server.pre((req, res, next) => {
+      // Requests waiting here count toward the task queue's bound: beyond it, a 503 at once.
+      const waiting = this.requestPacer.backlog;
+      if (waiting > 0 && req.method === 'POST' && waiting + this.admission.stats().queued >= this.admission.limits.maxQueued) {
+        res.header('retry-after', '1');
+        sendError(res, this.admission.refusal(waiting));
+        next(false);
+        return;
+      }
+      this.requestPacer.run(() => next());
+    });
     server.pre(restify.plugins.pre.reqIdHeaders({ headers: [] }));
     server.pre((req, res, next) => {
       const started = Date.now();
