@@ -74,8 +74,9 @@ function git(args) {
   }
 }
 
+/** Runs a step; its output goes to stderr, so stdout carries only the tarball's path. */
 function run(cmd, args, cwd) {
-  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'] });
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 2, 2] });
 }
 
 /** Triton's stamp: <branch>-<UTC time>-g<sha>. */
