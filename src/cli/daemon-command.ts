@@ -1,6 +1,10 @@
 /**
  * `mockcloud daemon`: run the daemon in the foreground until SIGTERM or SIGINT (then stop
- * cleanly and exit 0). Prints where it listens on stdout; bunyan logs go to stderr or --log-file.
+ * cleanly and exit 0). Checks that it can start before it writes anything (preflight.ts),
+ * prints a short summary on stdout (where everything listens, how to read the logs) and records
+ * where it runs for the other commands (last-daemon.ts). The bunyan log goes to --log-file;
+ * without one, to <data-dir>/logs/mockcloud.log with the embedded dev headnode (a person at a
+ * terminal), to stderr otherwise (SMF's service log in a mockcloud zone).
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
