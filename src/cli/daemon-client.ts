@@ -3,8 +3,8 @@
  * the answer is checked (pid alive, API answering) so a stopped daemon gives a clear error.
  */
 import path from 'node:path';
-import { defaultDataDir } from '../daemon/config.js';
 import { daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from '../daemon/daemon-json.js';
+import { impliedDataDir } from './last-daemon.js';
 
 export class CliError extends Error {
   constructor(message: string) {
@@ -13,9 +13,12 @@ export class CliError extends Error {
   }
 }
 
-/** The data dir of a client command: --data-dir, else MOCKCLOUD_DATA_DIR, else the default. */
+/**
+ * The data dir of a client command: --data-dir, else MOCKCLOUD_DATA_DIR, else where a daemon
+ * runs (where this user's daemon last ran, or the default: last-daemon.ts).
+ */
 export function clientDataDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(flag || env.MOCKCLOUD_DATA_DIR || defaultDataDir());
+  return path.resolve(flag || env.MOCKCLOUD_DATA_DIR || impliedDataDir(env));
 }
 
 export interface ControlAnswer<T> {

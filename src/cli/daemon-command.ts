@@ -1,12 +1,24 @@
 /**
  * `mockcloud daemon`: run the daemon in the foreground until SIGTERM or SIGINT (then stop
- * cleanly and exit 0). Prints where it listens on stdout; bunyan logs go to stderr or --log-file.
+ * cleanly and exit 0). Checks that it can start before it writes anything (preflight.ts),
+ * prints a short summary on stdout (where everything listens, how to read the logs) and records
+ * where it runs for the other commands (last-daemon.ts). The bunyan log goes to --log-file;
+ * without one, to <data-dir>/logs/mockcloud.log with the embedded dev headnode (a person at a
+ * terminal), to stderr otherwise (SMF's service log in a mockcloud zone).
  */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
+import { createLogger } from '../common/log.js';
 import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
 import { CliError } from './daemon-client.js';
+import { recordLastDaemon } from './last-daemon.js';
+
+const require = createRequire(import.meta.url);
 
 interface DaemonArgs extends RawSettings {
   config?: string;
@@ -42,8 +54,11 @@ function builder(y: Argv): Argv<DaemonArgs> {
       'Without any Triton address the daemon runs the embedded dev headnode and points the mock CNs at it ' +
       '(its addresses are printed and written to <data-dir>/headnode.json); with --no-headnode and no CNAPI URL ' +
       'the mock CNs run standalone (registered at once, reporting to no one). ' +
+      'With the dev headnode the terminal shows a summary and the bunyan log goes to <data-dir>/logs/mockcloud.log ' +
+      '(--log-file to change); cmon-agent takes a free port when 9163 is taken. ' +
       'The data dir defaults to /data/mockcloud when it exists, else ~/.mockcloud. ' +
-      'Other commands find this daemon through <data-dir>/daemon.json.',
+      'Other commands find this daemon through <data-dir>/daemon.json; without --data-dir, where this user\'s ' +
+      'daemon last ran ($XDG_STATE_HOME/mockcloud/last-daemon.json, default ~/.local/state/...).',
   );
 }
 
@@ -66,9 +81,29 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   });
   // Loaded here, not at the top: other commands need none of the daemon's modules.
   const { Daemon } = await import('../daemon/daemon.js');
+  const { preflight, devLogFile } = await import('../daemon/preflight.js');
   const { disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
+  const embedded = argv.headnode !== false;
+  const urls0 = config.urls;
+  const devMode = embedded && !urls0.cnapi && !urls0.vmapi && !urls0.napi && !urls0.imgapi;
+  // Nothing is written (not even the data dir or the log file) until the daemon knows it can start.
+  const checked = await preflight(config, { devMode });
+  const startConfig = checked.config;
+  // With the dev headnode the terminal gets a summary, the full bunyan stream a file; where a
+  // real Triton (an SMF log) is concerned, stderr stays the default.
+  if (devMode && startConfig.logFile === undefined) {
+    startConfig.logFile = devLogFile(startConfig.dataDir);
+    startConfig.sources = { ...startConfig.sources, logFile: 'default' };
+  }
+  if (startConfig.logFile) await mkdir(path.dirname(startConfig.logFile), { recursive: true });
+  const log = createLogger({
+    name: 'mockcloud',
+    ...(startConfig.logFile ? { path: startConfig.logFile } : {}),
+    ...(startConfig.logLevel ? { level: startConfig.logLevel as 'info' } : {}),
+  });
+  for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
-  const daemon = new Daemon({ config, ...(argv.headnode === false ? {} : { embeddedHeadnode: {} }) });
+  const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });
   const reclaimer = new HeapReclaimer({ log: daemon.log.child({ component: 'heap' }) });
 
   let stopping: Promise<void> | undefined;
@@ -91,12 +126,37 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
 
   await daemon.start();
   if (!stopping) reclaimer.start();
+  await recordLastDaemon({
+    dataDir: startConfig.dataDir,
+    pid: process.pid,
+    startedAt: (daemon.startedAt ?? new Date()).toISOString(),
+    control: daemon.controlAddress.url,
+  });
+  process.stdout.write(summary(daemon, [...checked.notices, ...daemon.notices]));
+  if (servers !== undefined && !stopping) {
+    if (servers > daemon.fleet.computeNodeCount) {
+      process.stdout.write(`creating ${servers - daemon.fleet.computeNodeCount} mock CN(s) to reach ${servers}...\n`);
+      const result = await daemon.growTo(servers);
+      if (result.errors.length > 0) {
+        // The daemon keeps running (what exists works); the failure is plain on stdout and in the log.
+        process.stdout.write(`mockcloud daemon: ${result.errors.length} server creation(s) failed: ${result.errors[0]!.message}\n`);
+      }
+    }
+    // Also when the data dir had them all already (a restart): the run's outcome, in one line.
+    process.stdout.write(`mock CNs: ${daemon.fleet.computeNodeCount} (wanted ${servers})\n`);
+  }
+  // The control API's listening socket keeps the process alive until a signal stops it.
+}
+
+/** The few lines a person at the terminal needs: where everything is and how to see more. */
+function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]): string {
+  const config = daemon.config;
   const c = daemon.controlAddress;
-  const urls = daemon.config.urls;
+  const urls = config.urls;
   const where = daemon.headnode ? ' (embedded dev headnode)' : '';
   const lines = [
     `mockcloud daemon running (pid ${process.pid})`,
-    `  data dir:     ${config.dataDir}`,
+    `  data dir:     ${shown(config.dataDir)}`,
     `  control API:  ${c.url}`,
     config.agentIps === 'loopback'
       ? `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
@@ -107,19 +167,36 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
-    `  logs:         ${config.logFile ?? 'stderr'}`,
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
-  if (servers !== undefined && servers > daemon.fleet.computeNodeCount && !stopping) {
-    process.stdout.write(`creating ${servers - daemon.fleet.computeNodeCount} mock CN(s) to reach ${servers}...\n`);
-    const result = await daemon.growTo(servers);
-    if (result.errors.length > 0) {
-      // The daemon keeps running (what exists works); the failure is plain on stdout and in the log.
-      process.stdout.write(`mockcloud daemon: ${result.errors.length} server creation(s) failed: ${result.errors[0]!.message}\n`);
-    }
-    process.stdout.write(`mock CNs: ${daemon.fleet.computeNodeCount} (wanted ${servers})\n`);
+  if (config.logFile) {
+    lines.push(`  logs:         ${shown(config.logFile)}`);
+    lines.push(`  follow them:  tail -f ${shown(config.logFile)} | ${bunyanCommand()} -o short`);
+  } else {
+    lines.push('  logs:         stderr (bunyan JSON)');
   }
-  // The control API's listening socket keeps the process alive until a signal stops it.
+  for (const notice of notices) lines.push(`  note: ${notice}`);
+  // As the user started this one: `npx mockcloud` in a checkout, `mockcloud` where it is on PATH.
+  const cli = process.env.npm_command === 'exec' ? 'npx mockcloud' : 'mockcloud';
+  lines.push(`In another shell, '${cli} status' and '${cli} list-servers' find this daemon. Ctrl-C stops it.`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** A path as the user can paste it: relative to the working directory when under it. */
+function shown(p: string): string {
+  const rel = path.relative(process.cwd(), p);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? `./${rel}` : p;
+}
+
+/** The `bunyan` CLI that comes with mockcloud (node_modules/.bin/bunyan), as the user can run it. */
+function bunyanCommand(): string {
+  try {
+    const pkg = require.resolve('bunyan/package.json');
+    const bin = path.join(path.dirname(pkg), 'bin', 'bunyan');
+    const dotBin = path.join(path.dirname(path.dirname(pkg)), '.bin', 'bunyan');
+    return shown(existsSync(dotBin) ? dotBin : bin);
+  } catch {
+    return 'bunyan';
+  }
 }
 
 /** "5" or "5 + the headnode server". */

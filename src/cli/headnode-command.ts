@@ -6,13 +6,14 @@
  * are printed and written to <data-dir>/headnode.json. SIGTERM/SIGINT stop it cleanly (exit 0).
  */
 import net from 'node:net';
+import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { createLogger } from '../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
-import { DEFAULT_DATACENTER_NAME } from '../daemon/config.js';
+import { DEFAULT_DATACENTER_NAME, defaultDataDir } from '../daemon/config.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, CliError } from './daemon-client.js';
+import { CliError } from './daemon-client.js';
 
 interface HeadnodeArgs {
   'data-dir'?: string;
@@ -49,7 +50,8 @@ function builder(y: Argv): Argv<HeadnodeArgs> {
 }
 
 async function handler(argv: HeadnodeArgs): Promise<void> {
-  const dataDir = clientDataDir(argv['data-dir']);
+  // Its own data dir, not a client's guess at where a daemon runs (clientDataDir).
+  const dataDir = path.resolve(argv['data-dir'] || process.env.MOCKCLOUD_DATA_DIR || defaultDataDir());
   if (net.isIP(argv.host) === 0) throw new CliError(`--host ${JSON.stringify(argv.host)} is not an IP address`);
   const ports: Record<string, number> = {};
   for (const svc of SERVICES) {

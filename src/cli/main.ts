@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: it must run before anything loads restify (see the module).
+import './quiet-deprecations.js';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createServersCommand } from './create-servers-command.js';

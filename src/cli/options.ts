@@ -8,7 +8,9 @@ export interface DataDirArgs {
 export function withDataDir<T>(y: Argv<T>): Argv<T & DataDirArgs> {
   return y.option('data-dir', {
     type: 'string',
-    describe: "the daemon's data dir (env MOCKCLOUD_DATA_DIR; default /data/mockcloud when it exists, else ~/.mockcloud)",
+    describe:
+      "the daemon's data dir (env MOCKCLOUD_DATA_DIR; default: where this user's daemon runs or last ran, " +
+      'else /data/mockcloud when it exists, else ~/.mockcloud)',
   }) as Argv<T & DataDirArgs>;
 }
 

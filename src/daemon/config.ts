@@ -60,6 +60,11 @@ export interface DaemonConfig {
   cmonPort?: number;
   /** Shared bind IP or one loopback address per CN; absent means 'shared'. */
   agentIps?: AgentIpMode;
+  /**
+   * The embedded dev headnode's ports, pinned (--headnode-ports): the same addresses at every
+   * start. Absent: any free ports, new at each start.
+   */
+  headnodePorts?: HeadnodePortSet;
   urls: ServiceUrls;
   datacenterName: string;
   dnsDomain?: string;
@@ -115,7 +120,20 @@ export const SETTINGS = [
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
-  { key: 'cmonPort', flag: 'cmon-port', env: 'MOCKCLOUD_CMON_PORT', help: 'cmon-agent port (default 9163 like a real CN; 0: ephemeral)' },
+  {
+    key: 'cmonPort',
+    flag: 'cmon-port',
+    env: 'MOCKCLOUD_CMON_PORT',
+    help: 'cmon-agent port (default 9163 like a real CN; with the embedded dev headnode a free one when 9163 is taken; 0: ephemeral)',
+  },
+  {
+    key: 'headnodePorts',
+    flag: 'headnode-ports',
+    env: 'MOCKCLOUD_HEADNODE_PORTS',
+    help:
+      "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
+      'SAPI N+4) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (default: any free ports)',
+  },
   {
     key: 'agentIps',
     flag: 'agent-ips',
@@ -132,7 +150,7 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_EXTERNAL_NICS',
     help: "true or false: new CNs' dnet1 on the external NIC tag (default: true with the embedded dev headnode, else false)",
   },
-  { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: stderr)' },
+  { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: <data-dir>/logs/mockcloud.log with the embedded dev headnode, else stderr)' },
   { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
   { key: 'maxTasks', flag: 'max-tasks', env: 'MOCKCLOUD_MAX_TASKS', help: 'cn-agent tasks running at once across all CNs (default 128)' },
   {
@@ -274,6 +292,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const portRangeText = await lookup('portRange');
   const controlPortText = await lookup('controlPort');
   const cmonPortText = await lookup('cmonPort');
+  const headnodePortsText = await lookup('headnodePorts');
   const agentIps = parseAgentIpMode((await lookup('agentIps')) ?? ((sources.agentIps = 'default'), 'shared'));
   const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
   if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
@@ -304,6 +323,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     sources,
   };
   if (portRangeText !== undefined) config.portRange = parsePortRange(portRangeText);
+  if (headnodePortsText !== undefined) config.headnodePorts = parseHeadnodePorts(headnodePortsText);
   config.allowExecute = allowExecuteText === undefined ? ((sources.allowExecute = 'default'), false) : parseBoolean('allowExecute', allowExecuteText);
   config.bootSeconds =
     bootSecondsText === undefined ? ((sources.bootSeconds = 'default'), DEFAULT_BOOT_SECONDS) : parseSeconds('bootSeconds', bootSecondsText);
@@ -427,6 +447,37 @@ function parseSeconds(key: SettingKey, text: string): number {
   const n = /^\s*\d+(\.\d+)?\s*$/.test(text) ? Number(text) : NaN;
   if (!Number.isFinite(n) || n > 86_400) throw invalid(key, `${JSON.stringify(text)} is not a number of seconds (0-86400)`);
   return n;
+}
+
+/** The dev headnode's five ports, in the order `--headnode-ports` takes them. */
+export interface HeadnodePortSet {
+  cnapi: number;
+  vmapi: number;
+  napi: number;
+  imgapi: number;
+  sapi: number;
+}
+
+const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
+
+/** "N" (N to N+4) or "C,V,N,I,S": five different ports, none 0. */
+export function parseHeadnodePorts(text: string): HeadnodePortSet {
+  const count = HEADNODE_PORT_ORDER.length;
+  const parts = text.split(',').map((p) => p.trim());
+  let ports: number[];
+  if (parts.length === 1) {
+    const base = parsePort('headnodePorts', parts[0]!, false);
+    if (base > 65535 - (count - 1)) {
+      throw invalid('headnodePorts', `base port ${base} leaves no room for ${count} ports (at most ${65535 - (count - 1)})`);
+    }
+    ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
+  } else if (parts.length === count) {
+    ports = parts.map((p) => parsePort('headnodePorts', p, false));
+    if (new Set(ports).size !== count) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${count} different ports`);
+  } else {
+    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI`);
+  }
+  return { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
 }
 
 export function parsePortRange(text: string): [number, number] {

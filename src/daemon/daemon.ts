@@ -20,13 +20,14 @@ import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import type { DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
-import { DaemonJsonWriter, daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from './daemon-json.js';
+import { DaemonJsonWriter, daemonJsonPath, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
+import { preflight } from './preflight.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, type CreateResult } from './server-factory.js';
@@ -71,6 +72,8 @@ export class Daemon {
   readonly scheduler: Scheduler;
   readonly http: JsonHttpClient;
   readonly errors = new Map<string, number>();
+  /** What the start-up checks changed (a cmon-agent port moved off a taken 9163), for the operator. */
+  readonly notices: string[] = [];
   state: DaemonState = 'new';
   startedAt: Date | undefined;
   private readonly opts: DaemonOptions;
@@ -130,8 +133,8 @@ export class Daemon {
     this.startedAt = new Date();
     const { config, log } = this;
     try {
+      await this.preflight();
       await fsp.mkdir(config.dataDir, { recursive: true });
-      await this.refuseSecondDaemon();
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
@@ -278,6 +281,12 @@ export class Daemon {
     this.log.info('mockcloud daemon stopped');
   }
 
+  /** Whether start() runs the embedded dev headnode: asked for, and no Triton address configured. */
+  get devMode(): boolean {
+    const urls = this.config.urls;
+    return this.opts.embeddedHeadnode !== undefined && !urls.cnapi && !urls.vmapi && !urls.napi && !urls.imgapi;
+  }
+
   /** The embedded dev headnode, when this daemon runs one. */
   get headnode(): Headnode | undefined {
     return this.headnodeInstance;
@@ -297,7 +306,7 @@ export class Daemon {
       dataDir: config.dataDir,
       log: this.log,
       host: want.host ?? '127.0.0.1',
-      ...(want.ports ? { ports: want.ports } : {}),
+      ...(want.ports ? { ports: want.ports } : config.headnodePorts ? { ports: config.headnodePorts } : {}),
       datacenter: config.datacenterName,
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
@@ -351,17 +360,20 @@ export class Daemon {
     return all;
   }
 
-  /** A second daemon on the same data dir would fight over every file: refuse. */
-  private async refuseSecondDaemon(): Promise<void> {
-    if (ACTIVE_DATA_DIRS.has(this.config.dataDir)) {
-      throw new MockcloudError('Conflict', `another mockcloud daemon of this process is using ${this.config.dataDir}`);
-    }
-    const other = await readDaemonJson(this.config.dataDir);
-    if (other && other.pid !== process.pid && isProcessAlive(other.pid)) {
-      throw new MockcloudError(
-        'Conflict',
-        `another mockcloud daemon (pid ${other.pid}, ${other.control.url}) is using ${this.config.dataDir}`,
-      );
+  /**
+   * Before anything is written: a second daemon on the same data dir would fight over every
+   * file, and a port that cannot be listened on would fail the start half-way (preflight.ts).
+   */
+  private async preflight(): Promise<void> {
+    const checked = await preflight(this.config, {
+      devMode: this.devMode,
+      activeDataDirs: ACTIVE_DATA_DIRS,
+      cmonAgent: this.opts.plugins === undefined,
+    });
+    if (checked.config.cmonPort !== this.config.cmonPort) this.config.cmonPort = checked.config.cmonPort;
+    for (const notice of checked.notices) {
+      this.notices.push(notice);
+      this.log.warn(notice);
     }
     ACTIVE_DATA_DIRS.add(this.config.dataDir);
     this.ownsDataDir = true;

@@ -36,7 +36,7 @@ export interface HeadnodeUrls {
 export interface HeadnodeOptions {
   dataDir: string;
   log: Logger;
-  /** Listen address of all four services; loopback unless told otherwise. */
+  /** Listen address of all five services; loopback unless told otherwise. */
   host?: string;
   /** Ports per service; 0 (any free port) when absent. */
   ports?: HeadnodePorts;
@@ -59,7 +59,7 @@ interface Service {
   readonly url: string;
 }
 
-/** The name of the file with the four addresses, in the data dir. */
+/** The name of the file with the five addresses, in the data dir. */
 export const HEADNODE_JSON = 'headnode.json';
 
 export class Headnode {

@@ -159,10 +159,24 @@ describe('cn-agent HTTP API', () => {
   });
 
   it('gives a CN its own loopback IP when asked, on the same port number as another CN', async () => {
-    const c = await h.addCn({ ip: '127.0.0.2' });
-    const port = Number(new URL(c.url).port);
-    const d = await h.addCn({ ip: '127.0.0.3', port });
-    expect(new URL(d.url).port).toBe(String(port));
+    // The port picked free on 127.0.0.2 may be held on 127.0.0.3 by another test file running
+    // meanwhile: then pick another one (a few tries; each collision is a rare coincidence).
+    let pair: { c: TestCn; d: TestCn } | undefined;
+    const collisions: string[] = [];
+    for (let attempt = 0; attempt < 5 && !pair; attempt++) {
+      const c = await h.addCn({ ip: '127.0.0.2' });
+      const port = Number(new URL(c.url).port);
+      try {
+        pair = { c, d: await h.addCn({ ip: '127.0.0.3', port }) };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        collisions.push(`127.0.0.3:${port}`);
+        await h.server.detach(c.uuid);
+      }
+    }
+    if (!pair) throw new Error(`every port tried was taken on 127.0.0.3: ${collisions.join(', ')}`);
+    const { c, d } = pair;
+    expect(new URL(d.url).port).toBe(new URL(c.url).port);
     await postTask(c, 'nop', { marker: 'c' });
     await postTask(d, 'nop', { marker: 'd' });
     expect((await history(c)).map((e) => e.params.marker)).toEqual(['c']);

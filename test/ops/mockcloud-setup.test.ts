@@ -145,6 +145,58 @@ describe('mockcloud-setup on a fresh mockcloud0 zone', () => {
   });
 });
 
+describe("mockcloud-setup puts the install's mockcloud on PATH", () => {
+  const bin = path.join(REPO_ROOT, 'bin'); // MOCKCLOUD_INSTALL_DIR is the repo here
+
+  /** The PATH a POSIX login shell ends up with after reading the zone's /etc/profile. */
+  async function pathAfterProfile(): Promise<string> {
+    const r = await run('/bin/sh', ['-c', '. "$1"; printf %s "$PATH"', 'sh', path.join(world.root, 'etc/profile')], {
+      env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent' },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout;
+  }
+
+  it('for every login shell (/etc/profile), root\'s ~/.profile, and zlogin\'s `su root -c` (SUPATH)', async () => {
+    await setUpZone(world);
+    // What a zone image brings: a profile and su defaults of its own, kept as they are.
+    await mkdir(path.join(world.root, 'etc/default'), { recursive: true });
+    await writeFile(path.join(world.root, 'etc/profile'), 'umask 022\nexport TZ=UTC\n');
+    await writeFile(path.join(world.root, 'etc/default/su'), '#PATH=/usr/bin:\nSUPATH=/usr/sbin:/usr/bin:/opt/local/bin\nSYSLOG=YES\n');
+    for (let i = 0; i < 2; i++) expect((await runSetup(world)).code).toBe(0);
+
+    const profile = await readFile(path.join(world.root, 'etc/profile'), 'utf8');
+    expect(profile.startsWith('umask 022\nexport TZ=UTC\n')).toBe(true);
+    expect(profile.match(/# BEGIN mockcloud/g)).toHaveLength(1);
+    expect((await pathAfterProfile()).split(':')).toEqual([bin, '/usr/bin', '/bin']);
+
+    const su = await readFile(path.join(world.root, 'etc/default/su'), 'utf8');
+    expect(su).toBe(`#PATH=/usr/bin:\nSUPATH=/usr/sbin:/usr/bin:/opt/local/bin:${bin}\nSYSLOG=YES\n`);
+
+    const dotProfile = await readFile(path.join(world.root, 'root/.profile'), 'utf8');
+    expect(dotProfile.split('\n').filter((l) => l.startsWith('export PATH='))).toEqual([
+      `export PATH=${bin}:${REPO_ROOT}/build/node/bin:$PATH`,
+    ]);
+  });
+
+  it('on a zone without those files, writes them; a profile block for another install dir is replaced', async () => {
+    await setUpZone(world);
+    expect((await runSetup(world)).code).toBe(0);
+    expect(await readFile(path.join(world.root, 'etc/default/su'), 'utf8')).toBe(`SUPATH=/usr/sbin:/usr/bin:${bin}\n`);
+    expect((await pathAfterProfile()).split(':')[0]).toBe(bin);
+
+    const other = path.join(world.dir, 'other-install');
+    await mkdir(path.join(other, 'smf'), { recursive: true });
+    const r = await runSetup(world, { MOCKCLOUD_INSTALL_DIR: other });
+    // (It fails later, with no manifests there; the profile is set up first.)
+    expect(r.stderr).toContain('start');
+    const profile = await readFile(path.join(world.root, 'etc/profile'), 'utf8');
+    expect(profile.match(/# BEGIN mockcloud/g)).toHaveLength(1);
+    expect(profile).toContain(path.join(other, 'bin'));
+    expect(profile).not.toContain(`"${bin}:`);
+  });
+});
+
 describe('mockcloud-setup run again (boot, refresh, reprovision)', () => {
   it('is idempotent: same config file, no re-import, no restart, same ensure-servers', async () => {
     await setUpZone(world);

@@ -86,7 +86,7 @@ export class ImgapiService {
         files: [{ sha1: built.sha1, size: built.size, compression: 'gzip', contentMD5: built.md5, mtime: new Date().toISOString() }],
       });
       changed = true;
-      this.log.info({ image: seed.manifest.uuid, name: seed.manifest.name, size: built.size }, 'IMGAPI: generated image file');
+      this.log.info({ image: seed.manifest.uuid, imageName: seed.manifest.name, size: built.size }, 'IMGAPI: generated image file');
     }
     if (changed) await doc.save();
     this.doc = doc;
