@@ -28,7 +28,11 @@ export interface DevDc {
   close(): Promise<void>;
 }
 
-export async function startDevDc(cnCount: number): Promise<DevDc> {
+/**
+ * The dev headnode and a daemon on it that has been asked for `cnCount` CNs, without waiting
+ * for them to register (for a test whose subject is the registration itself).
+ */
+export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-devdc-'));
   const log = createQuietLogger();
   const headnode = new Headnode({ dataDir, log });
@@ -66,19 +70,29 @@ export async function startDevDc(cnCount: number): Promise<DevDc> {
       body: JSON.stringify({ count: cnCount }),
     });
     if (res.status >= 300) throw new Error(`create-servers answered ${res.status}`);
-    const client = cnapi;
+    return { dataDir, headnode, daemon, urls, cnapi, close };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** openDevDc, then wait until CNAPI lists all `cnCount` CNs running and set up. */
+export async function startDevDc(cnCount: number): Promise<DevDc> {
+  const dc = await openDevDc(cnCount);
+  try {
     const servers = await waitFor(
       async () => {
-        const list = await call<Obj[]>(client, 'listServers', {});
+        const list = await call<Obj[]>(dc.cnapi, 'listServers', {});
         const running = list.filter((s) => s.status === 'running' && s.setup === true && s.headnode !== true);
         return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
       },
       60_000,
       100,
     );
-    return { dataDir, headnode, daemon, urls, cnapi, servers, close };
+    return { ...dc, servers };
   } catch (err) {
-    await close().catch(() => undefined);
+    await dc.close().catch(() => undefined);
     throw err;
   }
 }
