@@ -16,6 +16,7 @@
  */
 import crypto from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { uuidFromHex } from '../../../common/uuid.js';
 import { tarFromEntries, type FsNode } from './container-fs.js';
 import type { BuildCmd } from './docker-build-words.js';
 import type { ImgapiWriter } from './imgapi-writes.js';
@@ -81,8 +82,7 @@ function sha256(data: string | Buffer): string {
 
 /** imgmanifest.imgUuidFromDockerDigests: the first 32 hex digits of sha256(digests joined). */
 export function imgUuidFromDockerDigests(digests: string[]): string {
-  const h = sha256(digests.join(' '));
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  return uuidFromHex(sha256(digests.join(' ')));
 }
 
 /** Builder.setImageId(): a random `sha256:<64 hex>` until the real digest is known. */
