@@ -77,14 +77,20 @@ export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>
   }
 }
 
-/** openDevDc, then wait until CNAPI lists all `cnCount` CNs running and set up. */
+/**
+ * openDevDc, then wait until CNAPI lists all `cnCount` CNs running and set up, each with a
+ * heartbeat: a CN is `running` as soon as CNAPI takes its sysinfo, but its cn-agent takes
+ * tasks (404 before) only once the answer is back, and it sends heartbeats from then on.
+ */
 export async function startDevDc(cnCount: number): Promise<DevDc> {
   const dc = await openDevDc(cnCount);
   try {
     const servers = await waitFor(
       async () => {
-        const list = await call<Obj[]>(dc.cnapi, 'listServers', {});
-        const running = list.filter((s) => s.status === 'running' && s.setup === true && s.headnode !== true);
+        const list = await call<Obj[]>(dc.cnapi, 'listServers', { extras: 'last_heartbeat' });
+        const running = list.filter(
+          (s) => s.status === 'running' && s.setup === true && s.headnode !== true && typeof s.last_heartbeat === 'string',
+        );
         return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
       },
       60_000,
