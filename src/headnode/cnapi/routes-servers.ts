@@ -202,7 +202,7 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
           Object.entries(p.overprovision_ratios as Record<string, number>).map(([k, v]): [string, string] => [k, String(v)]),
         ).toString();
         const outcome = await runTaskSync(ctx, rec, 'server_overprovision_ratio', { value }, req.getId());
-        if (outcome !== 'timeout' && !outcome.ok) throw new MockcloudError('InternalError', outcome.message);
+        if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
       }
       ctx.servers.upsert(rec.uuid, change);
       await ctx.saveServers(true);

@@ -7,8 +7,7 @@
 import { MockcloudError } from '../../common/errors.js';
 import { repeatableUuidFromHex } from '../../common/uuid.js';
 import { noContent, params, route, type Params, type RestifyServer } from '../http.js';
-import { cnAgentOf, requireRunning, requireServer, type CnapiContext } from './context.js';
-import { sendAsync } from './routes-vms.js';
+import { cnAgentOf, requireRunning, requireServer, sendAsync, type CnapiContext } from './context.js';
 import { ensureParamsValid, versionGte, type Rules } from './validate.js';
 
 const VALID_LAYOUTS = ['single', 'mirror', 'raidz1', 'raidz2', 'raidz3'];
