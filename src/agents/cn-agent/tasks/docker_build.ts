@@ -72,7 +72,7 @@ export const dockerBuildTask = defineTask<BuildParams>({
     const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const build = new BuildSession(ctx, p);
     const session = await streamsOf(ctx.env).open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_build',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_BUILD_LISTEN_SECONDS * 1000,

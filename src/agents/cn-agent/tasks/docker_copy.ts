@@ -97,7 +97,7 @@ export const dockerCopyTask = defineTask<CopyParams>({
     }
 
     const session = await streamsOf(ctx.env).open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_copy',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_COPY_LISTEN_SECONDS * 1000,

@@ -100,18 +100,16 @@ export abstract class MigrationListener implements MigrationProcess {
     ctx: TaskContext,
     readonly vmUuid: string,
   ) {
+    const forget = ctx.untilDetach(() => this.kill());
     const state = migrationState(ctx);
     this.pid = state.nextPid++;
     this.log = ctx.log;
     this.server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(sock));
     this.server.on('error', (err) => this.log.warn({ err }, 'migration listener error'));
     state.processes.set(this.pid, this);
-    const onDetach = (ctx.state.onDetach ??= new Set());
-    const close = (): void => this.kill();
-    onDetach.add(close);
     this.unregister = () => {
       state.processes.delete(this.pid);
-      onDetach.delete(close);
+      forget();
     };
   }
 
