@@ -18,7 +18,6 @@ describe('dev headnode + daemon end to end', () => {
   let cnapi: Client;
   let vmapi: Client;
   let napi: Client;
-  let control: string;
   let image: Obj;
   let image2: Obj;
   let vmUuid: string;
@@ -54,7 +53,6 @@ describe('dev headnode + daemon end to end', () => {
   beforeAll(async () => {
     // The CNs are asked for here; the first test waits for them to register.
     dc = await openDevDc(CN_COUNT);
-    control = dc.daemon.controlAddress.url;
     cnapi = dc.cnapi;
     vmapi = vmapiClient(dc.urls.vmapi);
     napi = napiClient(dc.urls.napi);

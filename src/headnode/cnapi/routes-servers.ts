@@ -9,7 +9,7 @@ import { isUuid } from '../../common/uuid.js';
 import { requireServer, runTaskSync, type CnapiContext } from './context.js';
 import { noContent, ok, params, route, type RestifyServer } from '../http.js';
 import type { DapiServer } from './dapi/algorithms.js';
-import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras, type ServerRecord } from './servers.js';
+import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras } from './servers.js';
 import { ensureParamsValid, invalidParameters, type Rules } from './validate.js';
 
 const LIST_MIN_LIMIT = 1;

@@ -60,8 +60,3 @@ export async function vmadmCall<T>(what: string, fn: () => Promise<T>): Promise<
 export function isNotRunning(err: unknown): boolean {
   return /must be "running"|Cannot find running init PID/.test(messageOf(err));
 }
-
-/** The uuid-keyed locks of a task on one VM. */
-export function vmLock(params: { uuid: string }): string[] {
-  return [params.uuid];
-}
