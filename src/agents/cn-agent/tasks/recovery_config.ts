@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { repeatableUuidFromHex } from '../../../common/uuid.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, optStringParam } from './params.js';
-import { readCnSysinfo, writeCnSysinfo } from './sysinfo-file.js';
+import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from './sysinfo-file.js';
 import { messageOf } from './vm-common.js';
 
 interface RecoveryParams {
@@ -87,7 +87,7 @@ export const recoveryConfig = defineTask<RecoveryParams>({
       throw fail(messageOf(err));
     }
     ctx.progress(75);
-    await ctx.cn.reloadSysinfo().catch((err: unknown) => ctx.log.warn({ err }, 'sysinfo written but not reloaded'));
+    await reloadSysinfo(ctx.cn, ctx.log);
 
     const kbmapi = ctx.env.kbmapiUrl;
     if (!kbmapi) {
