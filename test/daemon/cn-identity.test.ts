@@ -22,6 +22,7 @@ import { getProfile } from '../../src/mockcn/profiles.js';
 import { randomMockMac } from '../../src/mockcn/sysinfo-template.js';
 import { call, closeClient, cnapiClient, waitFor, type Client } from '../headnode/helpers/sdc-clients.js';
 import { REAL_AGENTS, REAL_SYSINFO_KEYS } from '../mockcn/real-cn.js';
+import { createServers } from './helpers/control.js';
 
 const log = createQuietLogger('cn-identity-test');
 
@@ -55,16 +56,6 @@ describe('a mock CN as CNAPI sees it', () => {
     const cnapi = cnapiClient(daemon.config.urls.cnapi!);
     clients.push(cnapi);
     return { daemon, cnapi };
-  }
-
-  async function createServers(daemon: Daemon, body: Obj): Promise<string[]> {
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    return ((await res.json()) as { created: { uuid: string }[] }).created.map((c) => c.uuid);
   }
 
   /** ServerGet once CNAPI has the CN's sysinfo and cn-agent's agents POST. */

@@ -11,6 +11,7 @@ import { resolveConfig } from '../../../src/daemon/config.js';
 import { Daemon } from '../../../src/daemon/daemon.js';
 import { noMdata } from '../../../src/daemon/mdata.js';
 import { Headnode, type HeadnodeUrls } from '../../../src/headnode/headnode.js';
+import { createServers } from '../../daemon/helpers/control.js';
 import { call, closeClient, cnapiClient, waitFor, type Client } from './sdc-clients.js';
 
 const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
@@ -64,12 +65,7 @@ export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>
     daemon = new Daemon({ config, log });
     await daemon.start();
     cnapi = cnapiClient(urls.cnapi);
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: cnCount }),
-    });
-    if (res.status >= 300) throw new Error(`create-servers answered ${res.status}`);
+    await createServers(daemon, { count: cnCount });
     return { dataDir, headnode, daemon, urls, cnapi, close };
   } catch (err) {
     await close().catch(() => undefined);
