@@ -18,8 +18,11 @@ export interface HttpRequest {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'HEAD';
   /** Absolute URL, e.g. `http://127.0.0.1:8080/servers/<uuid>/events/heartbeat`. */
   url: string;
+  /** Sent as JSON; a Buffer is sent as it is, as `application/octet-stream` (an image file). */
   body?: unknown;
   headers?: Record<string, string>;
+  /** Aborts the request (a task's signal: the task was cancelled or its CN detached). */
+  signal?: AbortSignal;
   /**
    * The whole request's deadline, counted from the call: the wait for a free socket of the
    * agent, the connection and the answer. A peer that accepts connections but never answers
@@ -91,20 +94,21 @@ export class JsonHttpClient {
 
   private send<T>(req: HttpRequest): Promise<HttpResponse<T>> {
     this.stats.requests++;
-    const payload = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
+    const binary = Buffer.isBuffer(req.body);
+    const payload = req.body === undefined ? undefined : binary ? (req.body as Buffer) : Buffer.from(JSON.stringify(req.body));
     const headers: Record<string, string> = {
       accept: 'application/json',
       'user-agent': this.userAgent,
       ...req.headers,
     };
     if (payload) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] = binary ? 'application/octet-stream' : 'application/json';
       headers['content-length'] = String(payload.length);
     }
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     return new Promise<HttpResponse<T>>((resolve, reject) => {
       let deadline: NodeJS.Timeout | undefined;
-      const r = http.request(req.url, { method: req.method, headers, agent: this.agent }, (res) => {
+      const r = http.request(req.url, { method: req.method, headers, agent: this.agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (err) => {

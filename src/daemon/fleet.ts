@@ -56,7 +56,7 @@ export class Fleet implements FleetView {
   constructor(opts: FleetOptions) {
     this.opts = opts;
     this.openVms = (uuid, identity) => opts.vmadm.openServer(uuid, identity);
-    const { reporter, cnAgent } = opts;
+    const { reporter } = opts;
     this.hooks = {
       statusDirty: (cn) => reporter.statusDirty(cn),
       sysinfoChanged: (cn) => reporter.sysinfoChanged(cn),

@@ -173,8 +173,3 @@ export function noContent(): Reply {
 export function internal(message: string, cause?: unknown): MockcloudError {
   return new MockcloudError('InternalError', message, { cause });
 }
-
-/** A 404 for a path no route serves, shaped like restify's. */
-export function routeNotFound(path: string): MockcloudError {
-  return new MockcloudError('ResourceNotFound', `${path} does not exist`);
-}

@@ -94,12 +94,6 @@ export const BUILTIN_AGENTS: readonly BuiltinAgent[] = [
   },
 ];
 
-export interface AgentFile {
-  /** Relative to the server dir. */
-  relPath: string;
-  content: string;
-}
-
 const AGENT_FILE_NAMES = ['package.json', 'image_uuid', 'instance_uuid'] as const;
 
 /** A stable instance uuid for a built-in agent of one CN (name-based, RFC 4122 version 5 layout). */

@@ -40,11 +40,6 @@ export const REBOOT_MARKER_FILE = 'rebooting.json';
 
 const underway = new WeakSet<MockCn>();
 
-/** True from `startReboot` until the CN has booted again. */
-export function isRebooting(cn: MockCn): boolean {
-  return underway.has(cn);
-}
-
 /**
  * Reboot `cn` in the background, starting after the caller's current turn (the reboot task's
  * answer goes out first, as the real task answers before the shutdown begins). False, and

@@ -5,6 +5,7 @@
  * build.js `buildSendContext` / `buildFromContext`). Every wait is bounded.
  */
 import net from 'node:net';
+import readline from 'node:readline';
 import { Header, Parser, type ReadEntry } from 'tar';
 
 export function connect(host: string, port: number, opts: { allowHalfOpen?: boolean } = {}): Promise<net.Socket> {
@@ -128,24 +129,16 @@ export async function runBuildClient(
       bs.destroy();
       reject(new Error(`the build did not end within ${timeoutMs} ms; events: ${JSON.stringify(events).slice(0, 2000)}`));
     }, timeoutMs);
-    let buffered = '';
-    bs.setEncoding('utf8');
-    bs.on('data', (chunk: string) => {
-      buffered += chunk;
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        const event = JSON.parse(line);
-        events.push(event);
-        if (['find_cached_image', 'image_reprovision', 'image_create', 'run', 'build_finished', 'commit_finished'].includes(event.type)) {
-          void Promise.resolve(answer(event)).then((a) => {
-            const response: Record<string, unknown> = { messageId: event.messageId, type: 'callback' };
-            if (a.error) response.error = a.error;
-            if (a.result !== undefined) response.result = a.result;
-            bs.write(`${JSON.stringify(response)}\n`);
-          });
-        }
+    readline.createInterface({ input: bs }).on('line', (line) => {
+      const event = JSON.parse(line);
+      events.push(event);
+      if (['find_cached_image', 'image_reprovision', 'image_create', 'run', 'build_finished', 'commit_finished'].includes(event.type)) {
+        void Promise.resolve(answer(event)).then((a) => {
+          const response: Record<string, unknown> = { messageId: event.messageId, type: 'callback' };
+          if (a.error) response.error = a.error;
+          if (a.result !== undefined) response.result = a.result;
+          bs.write(`${JSON.stringify(response)}\n`);
+        });
       }
     });
     bs.on('error', () => undefined);

@@ -434,6 +434,26 @@ describe('docker tasks', () => {
       expect(h3.server.streams.size).toBe(0);
       await expect(connect(idle.body.host, idle.body.port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     });
+
+    it("detaching a CN closes its listeners and connected streams, and no other CN's", async () => {
+      const h4 = await Harness.create();
+      try {
+        const [gone, kept] = [await h4.addCn(), await h4.addCn()];
+        const goneIdle = await postTask(gone, 'docker_exec', { uuid: newUuid(), command: { Cmd: ['Logs'], Logs: true } });
+        const goneStats = await postTask(gone, 'docker_stats', { uuid: newUuid(), payload: { doStream: true } });
+        const keptIdle = await postTask(kept, 'docker_exec', { uuid: newUuid(), command: { Cmd: ['Logs'], Logs: true } });
+        const s = await connect(goneStats.body.host, goneStats.body.port);
+        const closed = readUntilClose(s);
+        expect(h4.server.streams.size).toBe(3);
+        await h4.server.detach(gone.uuid);
+        await closed;
+        await expect(connect(goneIdle.body.host, goneIdle.body.port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+        expect(h4.server.streams.size).toBe(1);
+        (await connect(keptIdle.body.host, keptIdle.body.port)).destroy();
+      } finally {
+        await h4.close();
+      }
+    });
   });
 });
 

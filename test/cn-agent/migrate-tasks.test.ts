@@ -9,55 +9,9 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/common/uuid.js';
 import { Harness, postTask, provisionParams, type TestCn } from './helpers.js';
+import { converse, listening } from './migration-client.js';
 
 type Obj = Record<string, any>;
-
-/**
- * Send JSON lines (then, optionally, raw bytes and a half-close, as the sender does after
- * `sync` is answered) and collect answer lines until `count` arrived or the peer closed;
- * bounded by 10 s.
- */
-function converse(host: string, port: number, lines: Obj[], count: number, raw?: Buffer): Promise<Obj[]> {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect({ host, port, allowHalfOpen: true });
-    const out: Obj[] = [];
-    let buf = '';
-    const done = (): void => {
-      clearTimeout(limit);
-      sock.destroy();
-      resolve(out);
-    };
-    const limit = setTimeout(done, 10_000);
-    sock.setEncoding('utf8');
-    sock.on('data', (c: string) => {
-      buf += c;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line) out.push(JSON.parse(line) as Obj);
-        if (raw && out.length === 1) sock.end(raw);
-      }
-      if (out.length >= count) done();
-    });
-    sock.on('error', reject);
-    sock.on('close', done);
-    sock.on('connect', () => {
-      for (const [i, l] of lines.entries()) sock.write(`${typeof l.raw === 'string' ? l.raw : JSON.stringify({ type: 'request', eventId: i + 1, ...l })}\n`);
-    });
-  });
-}
-
-function listening(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host, port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe('machine_migrate actions and processes', () => {
   let h: Harness;

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { create as tarCreate } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_EXECUTE_EXIT_CODE } from '../../src/agents/cn-agent/index.js';
-import { repeatableUuidFromHex } from '../../src/agents/cn-agent/tasks/recovery_config.js';
+import { repeatableUuidFromHex } from '../../src/common/uuid.js';
 import { nicenum } from '../../src/agents/cn-agent/tasks/zfs-model.js';
 import { BUILTIN_AGENTS, readAgents } from '../../src/mockcn/agents-dir.js';
 import { newUuid } from '../../src/common/uuid.js';

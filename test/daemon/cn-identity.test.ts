@@ -21,25 +21,10 @@ import { noMdata } from '../../src/daemon/mdata.js';
 import { getProfile } from '../../src/mockcn/profiles.js';
 import { randomMockMac } from '../../src/mockcn/sysinfo-template.js';
 import { call, closeClient, cnapiClient, waitFor, type Client } from '../headnode/helpers/sdc-clients.js';
+import { REAL_AGENTS, REAL_SYSINFO_KEYS } from '../mockcn/real-cn.js';
+import { createServers } from './helpers/control.js';
 
 const log = createQuietLogger('cn-identity-test');
-
-/** smartos-live src/sysinfo output_json, global zone of a Triton CN: its keys in its order. */
-const REAL_SYSINFO_KEYS = [
-  'Live Image', 'System Type', 'Boot Time', 'Datacenter Name', 'SDC Version', 'Manufacturer', 'Product',
-  'Serial Number', 'SKU Number', 'HW Version', 'HW Family', 'Setup', 'VM Capable', 'Bhyve Capable',
-  'Bhyve Max Vcpus', 'HVM API', 'CPU Type', 'CPU Virtualization', 'CPU Physical Cores', 'Admin NIC Tag', 'Admin IP',
-  'UUID', 'Hostname', 'CPU Total Cores', 'CPU Socket Count', 'CPU Core Count', 'CPU Online Count', 'CPU Count',
-  'MiB of Memory', 'Zpool', 'Zpool Encrypted', 'Zpool Disks', 'Zpool Profile', 'Zpool Creation', 'Zpool Size in GiB',
-  'Zpool Recovery', 'Disks', 'Boot Parameters', 'Psrinfo', 'SDC Agents', 'Network Interfaces',
-  'Virtual Network Interfaces', 'Link Aggregations',
-];
-
-/** The agents a Triton CN runs out of /opt/smartdc/agents (sdcadm lib/steps/sapi.js, less agents_core). */
-const REAL_AGENTS = [
-  'amon-agent', 'amon-relay', 'cmon-agent', 'cn-agent', 'config-agent', 'firewaller', 'hagfish-watcher', 'net-agent',
-  'smartlogin', 'vm-agent',
-];
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -71,16 +56,6 @@ describe('a mock CN as CNAPI sees it', () => {
     const cnapi = cnapiClient(daemon.config.urls.cnapi!);
     clients.push(cnapi);
     return { daemon, cnapi };
-  }
-
-  async function createServers(daemon: Daemon, body: Obj): Promise<string[]> {
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    return ((await res.json()) as { created: { uuid: string }[] }).created.map((c) => c.uuid);
   }
 
   /** ServerGet once CNAPI has the CN's sysinfo and cn-agent's agents POST. */

@@ -25,6 +25,7 @@ import { noMdata } from '../../src/daemon/mdata.js';
 import { AGENT_IPS_FILE } from '../../src/daemon/agent-ips.js';
 import { parsePrometheus, single } from '../agents/helpers/prometheus-parser.js';
 import { waitFor } from './helpers/fakes.js';
+import { createServers } from './helpers/control.js';
 
 const require = createRequire(import.meta.url);
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -92,16 +93,6 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
     return dir;
   }
 
-  async function createServers(daemon: Daemon, count: number): Promise<string[]> {
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count }),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    return ((await res.json()) as { created: { uuid: string }[] }).created.map((c) => c.uuid);
-  }
-
   function clients(daemon: Daemon): { cnapi: Obj; vmapi: Obj; napi: Obj } {
     const { urls } = daemon.config;
     return {
@@ -125,7 +116,7 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
   it('shared mode: a VM made by a cn-agent task reaches VMAPI and NAPI; removed CNs leave no NIC in NAPI', async () => {
     const daemon = await startDaemon(await newDataDir());
     const { cnapi, vmapi, napi } = clients(daemon);
-    const [a, b] = (await createServers(daemon, 2)) as [string, string];
+    const [a, b] = (await createServers(daemon, { count: 2 })) as [string, string];
 
     // daemon.json says where cmon-agent listens (an ephemeral port here) and the mode.
     const json = await waitFor(async () => {
@@ -196,7 +187,7 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
     const dataDir = await newDataDir();
     let daemon = await startDaemon(dataDir, { agentIps: 'loopback' });
     let { cnapi } = clients(daemon);
-    const [a, b] = (await createServers(daemon, 2)) as [string, string];
+    const [a, b] = (await createServers(daemon, { count: 2 })) as [string, string];
 
     const ipOf = (d: Daemon, uuid: string): string => d.fleet.get(uuid)!.agentAddress!.ip;
     const [ipA, ipB] = [ipOf(daemon, a), ipOf(daemon, b)];
@@ -267,14 +258,14 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
     expect([ipOf(daemon, a), ipOf(daemon, b)]).toEqual([ipA, ipB]);
     ({ cnapi } = clients(daemon));
     await waitFor(async () => new URL(await agentUrl(cnapi, a)).hostname === ipA, 10_000, 'CN a registered again on its address');
-    const [c] = (await createServers(daemon, 1)) as [string];
+    const [c] = (await createServers(daemon, { count: 1 })) as [string];
     const ipC = ipOf(daemon, c);
     expect([ipA, ipB]).not.toContain(ipC);
 
     // A deleted CN's address is never handed out again.
     const del = await fetch(`${daemon.controlAddress.url}/servers/${c}`, { method: 'DELETE' });
     expect(del.status).toBe(200);
-    const [d] = (await createServers(daemon, 1)) as [string];
+    const [d] = (await createServers(daemon, { count: 1 })) as [string];
     expect([ipA, ipB, ipC]).not.toContain(ipOf(daemon, d));
   }, 60_000);
 });

@@ -25,6 +25,7 @@ import { noMdata } from '../../src/daemon/mdata.js';
 import { PENDING_DELETES_FILE } from '../../src/agents/sapi-instances/index.js';
 import { Headnode } from '../../src/headnode/headnode.js';
 import { call, callError, closeClient, cnapiClient, raw, waitFor, type Client } from '../headnode/helpers/sdc-clients.js';
+import { createServers } from './helpers/control.js';
 
 const require = createRequire(import.meta.url);
 const { SAPI } = require('sdc-clients') as { SAPI: new (o: object) => Client };
@@ -75,16 +76,6 @@ describe('agent instances of mock CNs in SAPI', () => {
     return c;
   }
 
-  async function createServers(daemon: Daemon, count: number): Promise<string[]> {
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count }),
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    return ((await res.json()) as { created: { uuid: string }[] }).created.map((c) => c.uuid);
-  }
-
   async function deleteServer(daemon: Daemon, uuid: string): Promise<{ warnings: string[] }> {
     const res = await fetch(`${daemon.controlAddress.url}/servers/${uuid}`, { method: 'DELETE' });
     expect(res.status, await res.clone().text()).toBe(200);
@@ -119,7 +110,7 @@ describe('agent instances of mock CNs in SAPI', () => {
     const daemon = await startDaemon(await newDataDir());
     const sapi = sapiClient(daemon.config.urls.sapi!);
     const c = cnapi(daemon.config.urls.cnapi!);
-    const [a, b] = (await createServers(daemon, 2)) as [string, string];
+    const [a, b] = (await createServers(daemon, { count: 2 })) as [string, string];
 
     const services = new Map(((await call<Obj[]>(sapi, 'listServices', { type: 'agent' })) as Obj[]).map((s) => [s.uuid as string, s]));
     for (const cn of [a, b]) {
@@ -156,7 +147,7 @@ describe('agent instances of mock CNs in SAPI', () => {
     const daemon = await startDaemon(await newDataDir());
     const sapi = sapiClient(daemon.config.urls.sapi!);
     const c = cnapi(daemon.config.urls.cnapi!);
-    const [cn] = (await createServers(daemon, 1)) as [string];
+    const [cn] = (await createServers(daemon, { count: 1 })) as [string];
     const before = await agentsOf(c, cn);
     const cmon = before.find((x) => x.name === 'cmon-agent')!;
     await waitFor(() => instance(sapi, cmon.uuid), 10_000);
@@ -198,12 +189,12 @@ describe('agent instances of mock CNs in SAPI', () => {
     const c = cnapi(urls.cnapi);
 
     let daemon = await startDaemon(dataDir, flags);
-    const [a, b] = (await createServers(daemon, 2)) as [string, string];
+    const [a, b] = (await createServers(daemon, { count: 2 })) as [string, string];
     await waitFor(async () => (await instancesOfServer(sapi, a)).length === 10 && (await instancesOfServer(sapi, b)).length === 10, 15_000);
 
     // SAPI goes down: a new CN and a deleted one wait for it.
     await hn.sapi.stop();
-    const [fresh] = (await createServers(daemon, 1)) as [string];
+    const [fresh] = (await createServers(daemon, { count: 1 })) as [string];
     const del = await deleteServer(daemon, a);
     expect(del.warnings.join('\n')).toMatch(/SAPI: \d+ instance\(s\) not deleted yet/);
     const journal = JSON.parse(await fsp.readFile(path.join(dataDir, PENDING_DELETES_FILE), 'utf8')) as { instances: string[] };

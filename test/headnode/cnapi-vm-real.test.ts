@@ -8,25 +8,13 @@
  *   machine_rollback_snapshot.js and node-vmadm lib/index.sunos.js;
  * - smartos-live src/vm/node_modules/VM.js (rollback_snapshot starts the VM, docker: true).
  */
-import { promises as fsp } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { resolveConfig } from '../../src/daemon/config.js';
-import { Daemon } from '../../src/daemon/daemon.js';
-import { noMdata } from '../../src/daemon/mdata.js';
-import { Headnode } from '../../src/headnode/headnode.js';
-import { call, closeClient, cnapiClient, raw, rawError, waitFor, type Client } from './helpers/sdc-clients.js';
-
-type Obj = Record<string, any>;
-const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 50, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
+import { startDevDc, type DevDc, type Obj } from './helpers/dev-dc.js';
+import { call, raw, rawError, type Client } from './helpers/sdc-clients.js';
 
 describe('dev CNAPI against a mock CN that behaves like a real one', () => {
-  let dataDir: string;
-  let headnode: Headnode;
-  let daemon: Daemon;
+  let dc: DevDc;
   let cnapi: Client;
   let server: Obj;
   let image: Obj;
@@ -47,47 +35,15 @@ describe('dev CNAPI against a mock CN that behaves like a real one', () => {
   }
 
   beforeAll(async () => {
-    dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-cnapi-vm-'));
-    const log = createQuietLogger();
-    headnode = new Headnode({ dataDir, log });
-    const urls = await headnode.start();
-    await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
-    const config = await resolveConfig({
-      flags: {
-        dataDir,
-        cnapiUrl: urls.cnapi,
-        vmapiUrl: urls.vmapi,
-        napiUrl: urls.napi,
-        imgapiUrl: urls.imgapi,
-        bindIp: '127.0.0.1',
-        datacenterName: 'coal',
-        cmonPort: 0,
-      },
-      env: {},
-      mdata: noMdata,
-    });
-    daemon = new Daemon({ config, log });
-    await daemon.start();
-    cnapi = cnapiClient(urls.cnapi);
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: 1 }),
-    });
-    expect(res.status).toBeLessThan(300);
-    server = await waitFor(async () => {
-      const list = await call<Obj[]>(cnapi, 'listServers', { extras: 'sysinfo' });
-      return list.find((s) => s.status === 'running' && s.setup === true);
-    }, 30_000, 100);
-    const images = (await (await fetch(`${urls.imgapi}/images`)).json()) as Obj[];
+    dc = await startDevDc(1);
+    cnapi = dc.cnapi;
+    server = await call<Obj>(cnapi, 'getServer', dc.servers[0]);
+    const images = (await (await fetch(`${dc.urls.imgapi}/images`)).json()) as Obj[];
     image = images[0]!;
   }, 120_000);
 
   afterAll(async () => {
-    closeClient(cnapi);
-    await daemon?.stop();
-    await headnode?.stop();
-    if (dataDir) await fsp.rm(dataDir, { recursive: true, force: true });
+    await dc?.close();
   }, 60_000);
 
   const bhyve = (extra: Obj = {}): Obj => ({

@@ -18,6 +18,7 @@ import { resolveConfig } from '../../src/daemon/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { call, closeClient, cnapiClient, raw, rawError, waitFor, type Client } from './helpers/sdc-clients.js';
+import { createServers } from '../daemon/helpers/control.js';
 
 const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 50, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
 const log = createQuietLogger('cnapi-zfs-test');
@@ -55,13 +56,7 @@ describe('dev CNAPI ZFS routes, through sdc-clients, against a mock CN', () => {
     dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-cnapi-zfs-'));
     await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
     await startDaemon();
-    const res = await fetch(`${daemon!.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: 1 }),
-    });
-    expect(res.status).toBe(200);
-    server = ((await res.json()) as { created: { uuid: string }[] }).created[0]!.uuid;
+    [server] = (await createServers(daemon!, { count: 1 })) as [string];
     await serverReady();
   }, 60_000);
 

@@ -5,28 +5,15 @@
  * lib/endpoints/vms.js does to a daemon's mock CN; then the returned host/port is read as
  * sdc-docker reads it.
  */
-import { promises as fsp } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
-import { resolveConfig } from '../../src/daemon/config.js';
-import { Daemon } from '../../src/daemon/daemon.js';
-import { noMdata } from '../../src/daemon/mdata.js';
-import { Headnode } from '../../src/headnode/headnode.js';
 import { connect, execStream, jsonLines, makeTar, readUntilClose, runBuildClient, tarEntries } from '../cn-agent/docker-client.js';
 import { postTask, provisionParams } from '../cn-agent/helpers.js';
-import { call, callError, closeClient, cnapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
-
-const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 100, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
-
-type Obj = Record<string, any>;
+import { startDevDc, type DevDc, type Obj } from './helpers/dev-dc.js';
+import { call, callError, type Client } from './helpers/sdc-clients.js';
 
 describe('dev CNAPI docker routes, through sdc-clients', () => {
-  let dataDir: string;
-  let headnode: Headnode;
-  let daemon: Daemon;
+  let dc: DevDc;
   let cnapi: Client;
   let server: string;
   let agent: { url: string; uuid: string };
@@ -34,38 +21,9 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
   let stoppedVm: string;
 
   beforeAll(async () => {
-    dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-docker-'));
-    const log = createQuietLogger();
-    headnode = new Headnode({ dataDir, log });
-    const urls = await headnode.start();
-    await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
-    const config = await resolveConfig({
-      flags: {
-        dataDir,
-        cnapiUrl: urls.cnapi,
-        vmapiUrl: urls.vmapi,
-        napiUrl: urls.napi,
-        imgapiUrl: urls.imgapi,
-        bindIp: '127.0.0.1',
-        datacenterName: 'coal',
-        cmonPort: 0,
-      },
-      env: {},
-      mdata: noMdata,
-    });
-    daemon = new Daemon({ config, log });
-    await daemon.start();
-    cnapi = cnapiClient(urls.cnapi);
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: 1 }),
-    });
-    expect(res.status).toBeLessThan(300);
-    const s = await waitFor(async () => {
-      const list = await call<Obj[]>(cnapi, 'listServers', { extras: 'sysinfo' });
-      return list.find((x) => x.status === 'running');
-    }, 60_000, 100);
+    dc = await startDevDc(1);
+    cnapi = dc.cnapi;
+    const s = await call<Obj>(cnapi, 'getServer', dc.servers[0]);
     server = s.uuid;
     agent = { uuid: server, url: `http://${s.sysinfo['CN Agent IP']}:${s.sysinfo['CN Agent Port']}` };
     // The containers, made on the CN as VMAPI's provision would have them made.
@@ -79,10 +37,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
   }, 120_000);
 
   afterAll(async () => {
-    closeClient(cnapi);
-    await daemon?.stop();
-    await headnode?.stop();
-    if (dataDir) await fsp.rm(dataDir, { recursive: true, force: true });
+    await dc?.close();
   }, 60_000);
 
   it('dockerExec: {host, port} of the CN, whose stream carries the output and exit code', async () => {
@@ -129,7 +84,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
   });
 
   it("dockerStats maps a task error starting 'ENOENT,' (CNAPI reads error.orig.error) to 404", async () => {
-    const fault = await fetch(`${daemon.controlAddress.url}/faults`, {
+    const fault = await fetch(`${dc.daemon.controlAddress.url}/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ server, task: 'docker_stats', error: 'ENOENT, no such file or directory' }),
@@ -140,9 +95,9 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
       expect(err.statusCode).toBe(404);
       expect(err.body).toMatchObject({ code: 'ResourceNotFound', message: 'Could not find the file /data in container abc123' });
     } finally {
-      await fetch(`${daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
+      await fetch(`${dc.daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
     }
-    const other = await fetch(`${daemon.controlAddress.url}/faults`, {
+    const other = await fetch(`${dc.daemon.controlAddress.url}/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ server, task: 'docker_stats', error: 'kstat read failed' }),
@@ -153,7 +108,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
       expect(err.statusCode).toBe(500);
       expect(err.body?.message).toContain('kstat read failed');
     } finally {
-      await fetch(`${daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
+      await fetch(`${dc.daemon.controlAddress.url}/faults?server=${server}`, { method: 'DELETE' });
     }
   });
 
@@ -162,7 +117,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
       payload: {
         account_uuid: newUuid(),
         command: 'build',
-        imgapi_url: headnode.urls.imgapi,
+        imgapi_url: dc.urls.imgapi,
         scratchImageUuid: newUuid(),
         nocache: true,
         dockerfile: 'Dockerfile',
@@ -189,7 +144,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
       payload: {
         account_uuid: newUuid(),
         command: 'build',
-        imgapi_url: headnode.urls.imgapi,
+        imgapi_url: dc.urls.imgapi,
         scratchImageUuid: newUuid(),
         nocache: true,
         dockerfile: 'Dockerfile',
@@ -204,7 +159,7 @@ describe('dev CNAPI docker routes, through sdc-clients', () => {
     expect(events[events.length - 1], JSON.stringify(events.slice(-3))).toMatchObject({ type: 'end' });
     expect(events[events.length - 1].error).toBeUndefined();
     const layer = created.find((c) => typeof c.image_uuid === 'string' && c.image_uuid.length > 0)!;
-    const image = (await (await fetch(`${headnode.urls.imgapi}/images/${layer.image_uuid}`)).json()) as Obj;
+    const image = (await (await fetch(`${dc.urls.imgapi}/images/${layer.image_uuid}`)).json()) as Obj;
     expect(image).toMatchObject({ uuid: layer.image_uuid, state: 'active', type: 'docker' });
     expect(image.files).toHaveLength(1);
   });

@@ -5,40 +5,19 @@
  * must be visible in VMAPI and in the VM's file on the chosen CN.
  */
 import { promises as fsp } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createQuietLogger } from '../../src/common/log.js';
-import { resolveConfig } from '../../src/daemon/config.js';
-import { Daemon } from '../../src/daemon/daemon.js';
-import { noMdata } from '../../src/daemon/mdata.js';
-import { Headnode } from '../../src/headnode/headnode.js';
-import {
-  call,
-  closeClient,
-  cnapiClient,
-  napiClient,
-  raw,
-  vmapiClient,
-  waitFor,
-  type Client,
-} from './helpers/sdc-clients.js';
+import { openDevDc, type DevDc, type Obj } from './helpers/dev-dc.js';
+import { call, closeClient, napiClient, raw, vmapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
 
 const CN_COUNT = 20;
 const OWNER = '930896af-bf8c-48d4-885c-6573a94b1853';
-/** The reporter's CNAPI traffic, shortened so the suite runs in seconds (values are config). */
-const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
-
-type Obj = Record<string, any>;
 
 describe('dev headnode + daemon end to end', () => {
-  let dataDir: string;
-  let headnode: Headnode;
-  let daemon: Daemon;
+  let dc: Omit<DevDc, 'servers'>;
   let cnapi: Client;
   let vmapi: Client;
   let napi: Client;
-  let control: string;
   let image: Obj;
   let image2: Obj;
   let vmUuid: string;
@@ -46,7 +25,7 @@ describe('dev headnode + daemon end to end', () => {
 
   /** The VM's file on its CN, as vmadm stores it. */
   const vmFile = async (): Promise<Obj | undefined> => {
-    const file = path.join(dataDir, 'servers', serverUuid, 'vms', `${vmUuid}.json`);
+    const file = path.join(dc.dataDir, 'servers', serverUuid, 'vms', `${vmUuid}.json`);
     try {
       return JSON.parse(await fsp.readFile(file, 'utf8')) as Obj;
     } catch (err) {
@@ -72,47 +51,17 @@ describe('dev headnode + daemon end to end', () => {
   }
 
   beforeAll(async () => {
-    dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-e2e-'));
-    const log = createQuietLogger();
-    headnode = new Headnode({ dataDir, log });
-    const urls = await headnode.start();
-    await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
-    const config = await resolveConfig({
-      flags: {
-        dataDir,
-        cnapiUrl: urls.cnapi,
-        vmapiUrl: urls.vmapi,
-        napiUrl: urls.napi,
-        imgapiUrl: urls.imgapi,
-        bindIp: '127.0.0.1',
-        datacenterName: 'coal',
-        cmonPort: 0,
-      },
-      env: {},
-      mdata: noMdata,
-    });
-    daemon = new Daemon({ config, log });
-    await daemon.start();
-    control = daemon.controlAddress.url;
-    cnapi = cnapiClient(urls.cnapi);
-    vmapi = vmapiClient(urls.vmapi);
-    napi = napiClient(urls.napi);
-
-    const res = await fetch(`${control}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: CN_COUNT }),
-    });
-    expect(res.status).toBeLessThan(300);
+    // The CNs are asked for here; the first test waits for them to register.
+    dc = await openDevDc(CN_COUNT);
+    cnapi = dc.cnapi;
+    vmapi = vmapiClient(dc.urls.vmapi);
+    napi = napiClient(dc.urls.napi);
   }, 120_000);
 
   afterAll(async () => {
-    closeClient(cnapi);
     closeClient(vmapi);
     closeClient(napi);
-    await daemon?.stop();
-    await headnode?.stop();
-    if (dataDir) await fsp.rm(dataDir, { recursive: true, force: true });
+    await dc?.close();
   }, 60_000);
 
   it(`shows all ${CN_COUNT} mock CNs running in CNAPI's listServers`, async () => {
@@ -153,7 +102,7 @@ describe('dev headnode + daemon end to end', () => {
   }, 60_000);
 
   it('provisions a VM through VMAPI that lands as a file on the chosen CN and runs', async () => {
-    const images = await (await fetch(`${headnode.urls.imgapi}/images?type=zone-dataset`)).json() as Obj[];
+    const images = await (await fetch(`${dc.urls.imgapi}/images?type=zone-dataset`)).json() as Obj[];
     expect(images.length).toBeGreaterThan(0);
     image = images[0]!;
     image2 = images[1] ?? images[0]!;

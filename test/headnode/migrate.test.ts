@@ -11,82 +11,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listening, ProcessSocket } from '../cn-agent/migration-client.js';
 import { call, callError } from './helpers/sdc-clients.js';
 import { cnapiTask, startDevDc, taskError, type DevDc, type Obj } from './helpers/dev-dc.js';
 
 const OWNER = '8e1c2f4a-0b3d-4c5e-9f6a-7b8c9d0e1f2a';
-
-/** A connection to a migration process: JSON lines, requests answered by eventId. */
-class ProcessSocket {
-  readonly events: Obj[] = [];
-  private buf = '';
-  private nextId = 1;
-  private readonly waiters = new Map<number, (e: Obj) => void>();
-  readonly closed: Promise<void>;
-
-  private constructor(private readonly sock: net.Socket) {
-    sock.setEncoding('utf8');
-    sock.on('data', (chunk: string) => {
-      this.buf += chunk;
-      let nl: number;
-      while ((nl = this.buf.indexOf('\n')) >= 0) {
-        const line = this.buf.slice(0, nl);
-        this.buf = this.buf.slice(nl + 1);
-        if (!line) continue;
-        const e = JSON.parse(line) as Obj;
-        this.events.push(e);
-        const w = this.waiters.get(Number(e.eventId));
-        if (w && (e.type === 'response' || e.type === 'error')) {
-          this.waiters.delete(Number(e.eventId));
-          w(e);
-        }
-      }
-    });
-    this.closed = new Promise((resolve) => sock.once('close', () => resolve()));
-  }
-
-  static open(host: string, port: number): Promise<ProcessSocket> {
-    return new Promise((resolve, reject) => {
-      const sock = net.connect({ host, port });
-      sock.once('error', reject);
-      sock.once('connect', () => {
-        sock.off('error', reject);
-        resolve(new ProcessSocket(sock));
-      });
-    });
-  }
-
-  request(command: Obj, timeoutMs = 30_000): Promise<Obj> {
-    const eventId = this.nextId++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no answer to ${String(command.command)}`)), timeoutMs);
-      this.waiters.set(eventId, (e) => {
-        clearTimeout(timer);
-        resolve(e);
-      });
-      this.sock.write(`${JSON.stringify({ ...command, type: 'request', eventId })}\n`);
-    });
-  }
-
-  destroy(): void {
-    this.sock.destroy();
-  }
-}
-
-/** Whether something still listens at host:port. */
-function listening(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host, port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe('migrate a VM between two mock CNs through CNAPI (machine_migrate)', () => {
   let dc: DevDc;

@@ -23,6 +23,7 @@ import {
 } from '../../src/mockcn/server-dir.js';
 import { buildSysinfo, randomMockMac } from '../../src/mockcn/sysinfo-template.js';
 import type { VmStore } from '../../src/vmadm/types.js';
+import { REAL_AGENTS } from './real-cn.js';
 
 const require = createRequire(import.meta.url);
 
@@ -76,11 +77,8 @@ describe('server directories', () => {
     // No agents dir is written: a new CN reports the built-in agents, with stable instance uuids.
     await expect(fsp.stat(p.agents)).rejects.toThrow();
     const agents = await readAgents(p.agents, uuid);
-    // The set a real CN runs out of /opt/smartdc/agents (sdcadm lib/steps/sapi.js ensureAgentServices).
-    expect(agents.map((a) => a.name)).toEqual([
-      'amon-agent', 'amon-relay', 'cmon-agent', 'cn-agent', 'config-agent', 'firewaller', 'hagfish-watcher', 'net-agent',
-      'smartlogin', 'vm-agent',
-    ]);
+    // The set a real CN runs out of /opt/smartdc/agents.
+    expect(agents.map((a) => a.name)).toEqual(REAL_AGENTS);
     for (const a of agents) {
       expect(a.version).toMatch(/^\d+\.\d+\.\d+$/);
       expect(a.image_uuid).toMatch(/^[0-9a-f-]{36}$/);

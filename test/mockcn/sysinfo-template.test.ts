@@ -11,23 +11,13 @@ import { BUILTIN_AGENTS } from '../../src/mockcn/agents-dir.js';
 import { getProfile, PROFILES } from '../../src/mockcn/profiles.js';
 import { buildSysinfo, randomMockMac, serializeNewSysinfo } from '../../src/mockcn/sysinfo-template.js';
 import { parseSysinfo, sysinfoHardware } from '../../src/mockcn/sysinfo-file.js';
+import { REAL_SYSINFO_KEYS } from './real-cn.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as {
   adminIpFromSysinfo(s: unknown): string;
   agentIpFromSysinfo(s: unknown): string;
 };
-
-/** The keys smartos-live src/sysinfo's output_json prints in a Triton CN's global zone, in order. */
-const REAL_KEYS = [
-  'Live Image', 'System Type', 'Boot Time', 'Datacenter Name', 'SDC Version', 'Manufacturer', 'Product',
-  'Serial Number', 'SKU Number', 'HW Version', 'HW Family', 'Setup', 'VM Capable', 'Bhyve Capable',
-  'Bhyve Max Vcpus', 'HVM API', 'CPU Type', 'CPU Virtualization', 'CPU Physical Cores', 'Admin NIC Tag', 'Admin IP',
-  'UUID', 'Hostname', 'CPU Total Cores', 'CPU Socket Count', 'CPU Core Count', 'CPU Online Count', 'CPU Count',
-  'MiB of Memory', 'Zpool', 'Zpool Encrypted', 'Zpool Disks', 'Zpool Profile', 'Zpool Creation', 'Zpool Size in GiB',
-  'Zpool Recovery', 'Disks', 'Boot Parameters', 'Psrinfo', 'SDC Agents', 'Network Interfaces',
-  'Virtual Network Interfaces', 'Link Aggregations',
-];
 
 /** The original create-server template's keys, in its order (cn-agent-spec §5.3). */
 const ORIGINAL_KEYS = [
@@ -60,7 +50,7 @@ function make(profile = 'virtual', hostnamePrefix?: string) {
 describe('sysinfo template', () => {
   it('has every key of a real CN\'s sysinfo, in its order, with the original values', () => {
     const { uuid, sysinfo, adminMac, extraMac, now } = make();
-    expect(Object.keys(sysinfo)).toEqual(REAL_KEYS);
+    expect(Object.keys(sysinfo)).toEqual(REAL_SYSINFO_KEYS);
     expect(sysinfo).toMatchObject({
       'System Type': 'Virtual',
       'SDC Version': '7.0',
@@ -187,7 +177,7 @@ describe('sysinfo template', () => {
     old['Zpool Recovery'] = undefined;
     old['Local Note'] = 'kept';
     const read = parseSysinfo(JSON.stringify(old), 'old sysinfo.json', uuid);
-    expect(Object.keys(read)).toEqual([...REAL_KEYS, 'Local Note']);
+    expect(Object.keys(read)).toEqual([...REAL_SYSINFO_KEYS, 'Local Note']);
     for (const k of ORIGINAL_KEYS) expect(read[k], k).toEqual(old[k]);
     expect(read['Local Note']).toBe('kept');
     expect(read).toMatchObject({

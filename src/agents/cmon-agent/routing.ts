@@ -79,24 +79,21 @@ export class AddressIndex {
 
   /** The CNs whose agent IP is `ip`. */
   at(ip: string): MockCn[] {
-    if (this.dirty) this.rebuild();
-    let cns = this.byIp.get(ip) ?? [];
-    if (cns.some((cn) => agentIpOf(cn) !== ip || this.fleet.get(cn.uuid) !== cn)) {
-      this.rebuild();
-      cns = this.byIp.get(ip) ?? [];
-    }
-    return cns;
+    return this.lookup(() => this.byIp, agentIpOf, ip);
   }
 
   /** The CNs whose "Admin IP" is `ip`. */
   withAdminIp(ip: string): MockCn[] {
+    return this.lookup(() => this.byAdminIp, adminIpOf, ip);
+  }
+
+  /** `ip` in one of the maps, rebuilt first if a CN found there has moved or gone. */
+  private lookup(map: () => Map<string, MockCn[]>, ipOf: (cn: MockCn) => string | undefined, ip: string): MockCn[] {
     if (this.dirty) this.rebuild();
-    let cns = this.byAdminIp.get(ip) ?? [];
-    if (cns.some((cn) => adminIpOf(cn) !== ip || this.fleet.get(cn.uuid) !== cn)) {
-      this.rebuild();
-      cns = this.byAdminIp.get(ip) ?? [];
-    }
-    return cns;
+    const cns = map().get(ip) ?? [];
+    if (!cns.some((cn) => ipOf(cn) !== ip || this.fleet.get(cn.uuid) !== cn)) return cns;
+    this.rebuild();
+    return map().get(ip) ?? [];
   }
 
   /** The CN(s) a Host header names (see the top of this file). */

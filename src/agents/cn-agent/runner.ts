@@ -126,6 +126,7 @@ export class TaskRunner {
       signal,
       serverAddress: slot.serverAddress,
       state: slot.state,
+      untilDetach: slot.untilDetach,
       progress(value: number) {
         progress = value;
         event('progress', { value });

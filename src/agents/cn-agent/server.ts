@@ -110,12 +110,10 @@ export class CnAgentServer {
     this.taskLog = opts.taskLogFile
       ? new TaskLogWriter(opts.taskLogFile, (err) => this.log.warn({ err, file: opts.taskLogFile }, 'cannot write the task log'))
       : undefined;
-    this.streams =
-      opts.env.streams ??
-      new StreamListeners({
-        log: opts.log.child({ component: 'cn-agent-streams' }),
-        ...(opts.streamTimeoutMs !== undefined ? { timeoutMs: opts.streamTimeoutMs } : {}),
-      });
+    this.streams = new StreamListeners({
+      log: opts.log.child({ component: 'cn-agent-streams' }),
+      ...(opts.streamTimeoutMs !== undefined ? { timeoutMs: opts.streamTimeoutMs } : {}),
+    });
     this.runner = new TaskRunner({
       log: opts.log,
       env: { ...opts.env, streams: this.streams },
@@ -223,11 +221,11 @@ export class CnAgentServer {
     this.admission.dropCn(uuid, new Error(`task aborted: ${this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed'}`));
     const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
     await slot.abortAll(this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed');
-    for (const stop of [...(slot.state.onDetach ?? [])]) stop();
+    const lingering = slot.closeLingering();
     // Let the aborted tasks' replies go out before the connections are cut.
     await new Promise((r) => setImmediate(r));
     for (const sock of slot.sockets) sock.destroy();
-    await this.streams.closeFor(uuid);
+    await lingering;
     await closed;
     this.ports.release(slot.address.ip, slot.address.port);
     this.log.debug({ server: uuid }, 'cn-agent detached');

@@ -12,16 +12,18 @@
  *   stream once the context upload is over; the real build helper would wait forever);
  * - it ends once its clients' sockets are closed; its `signal` then aborts, so whatever the
  *   session runs (a stats interval, an exec's command) stops with it;
- * - `closeFor(cn)` (the CN is detached) and `stop()` (the daemon stops) close the open ones.
+ * - it closes when its CN is detached (it is kept with the task's `untilDetach`), and `stop()`
+ *   (the daemon stops) closes any still open.
  *
  * Nothing here ticks for a CN without a request in flight.
  */
 import net from 'node:net';
 import type { Logger } from '../../common/log.js';
+import type { UntilDetach } from './types.js';
 
 export interface StreamSessionOptions {
-  /** The CN the request belongs to (its listeners close when it is detached). */
-  cnUuid: string;
+  /** The task's `untilDetach`: the listener closes when its CN is detached. */
+  untilDetach: UntilDetach;
   /** What the request was (logs and stats): the task name. */
   name: string;
   /** The address to bind: the CN's agent IP. */
@@ -83,6 +85,7 @@ export class StreamListeners {
     }, () => this.counters.connections++);
     this.sessions.add(session);
     try {
+      session.forgetOnEnd(opts.untilDetach(() => session.closeAndWait('the mock CN was removed')));
       await session.listen();
     } catch (err) {
       session.close('listen failed');
@@ -90,12 +93,6 @@ export class StreamListeners {
     }
     this.counters.opened++;
     return session;
-  }
-
-  /** Close every session of one CN (it is being detached). */
-  async closeFor(cnUuid: string): Promise<void> {
-    const mine = [...this.sessions].filter((s) => s.cnUuid === cnUuid);
-    await Promise.all(mine.map((s) => s.closeAndWait('the mock CN was removed')));
   }
 
   /** Close every session; no new one opens afterwards. */
@@ -132,7 +129,6 @@ type EndHow = 'done' | 'timeout' | 'closed';
 class Session implements StreamSession {
   readonly name: string;
   readonly host: string;
-  readonly cnUuid: string;
   private readonly server: net.Server;
   private readonly controller = new AbortController();
   private readonly sockets = new Set<net.Socket>();
@@ -143,6 +139,7 @@ class Session implements StreamSession {
   private ended = false;
   private readonly serverClosed: Promise<void>;
   private resolveServerClosed!: () => void;
+  private forget: () => void = () => undefined;
 
   constructor(
     private readonly opts: StreamSessionOptions,
@@ -153,7 +150,6 @@ class Session implements StreamSession {
   ) {
     this.name = opts.name;
     this.host = opts.host;
-    this.cnUuid = opts.cnUuid;
     this.wanted = Math.max(1, opts.connections ?? 1);
     this.serverClosed = new Promise((resolve) => {
       this.resolveServerClosed = resolve;
@@ -182,6 +178,11 @@ class Session implements StreamSession {
         resolve();
       });
     });
+  }
+
+  /** `forget` (what untilDetach returned) runs when the session ends. */
+  forgetOnEnd(forget: () => void): void {
+    this.forget = forget;
   }
 
   close(reason = 'closed'): void {
@@ -248,6 +249,7 @@ class Session implements StreamSession {
     this.ended = true;
     this.stopListening();
     this.controller.abort(new Error(`stream session ${how}`));
+    this.forget();
     this.onEnd(this, how);
   }
 }

@@ -79,12 +79,15 @@ export interface CnTaskState {
   zfs?: ZfsStore;
   /** Files written into this CN's containers (docker_copy, docker_build): tasks/container-fs.ts. */
   containerFiles?: ContainerFiles;
-  /**
-   * What a task left running past its own end (a listener, e.g. a migration process) and
-   * must stop when the CN is detached or cn-agent stops; the owner removes itself when done.
-   */
-  onDetach?: Set<() => void>;
 }
+
+/**
+ * Keep something a task leaves running past its own end (a docker task's stream listener, a
+ * migration process) until the CN is detached or cn-agent stops: `close` is then called and
+ * awaited. Returns the function that drops it once it has ended by itself. Throws when the
+ * CN is already being detached.
+ */
+export type UntilDetach = (close: () => void | Promise<void>) => () => void;
 
 export interface TaskContext {
   readonly cn: MockCn;
@@ -100,6 +103,7 @@ export interface TaskContext {
   /** Where this CN's cn-agent listens, like the real task's `req.serverAddress`. */
   readonly serverAddress: { address: string; family: string; port: number };
   readonly state: CnTaskState;
+  readonly untilDetach: UntilDetach;
   /** Emit a `progress` event. */
   progress(value: number): void;
   /** Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps. */

@@ -31,6 +31,7 @@ import {
 } from '../../common/changefeed/protocol.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
+import { doublingDelay } from '../../runtime/backoff.js';
 import type { Scheduler, ScheduledJob } from '../../runtime/scheduler.js';
 
 export type ChangefeedResource = ChangeKind;
@@ -199,7 +200,7 @@ export class ChangefeedListener {
   private retry(resetAttempts: boolean): void {
     if (this.state === 'stopped') return;
     if (resetAttempts) this.attempt = 0;
-    const delay = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * Math.pow(2, Math.min(this.attempt++, 20)));
+    const delay = doublingDelay(this.o.backoffMinMs, this.o.backoffMaxMs, this.attempt++);
     this.state = 'waiting';
     this.o.scheduler.cancel(this.retryJob);
     this.retryJob = this.o.scheduler.schedule(delay, () => {

@@ -16,10 +16,10 @@
  */
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import { doublingDelay } from '../../runtime/backoff.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 import { createBody, localDiffs, type NapiNic } from './fields.js';
 import type { NapiCalls, NicAnswer } from './napi.js';
-import { doublingDelay } from './options.js';
 import type { NicTrack } from './state.js';
 
 export interface NicCounters {

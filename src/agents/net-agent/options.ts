@@ -51,7 +51,3 @@ export function resolveNetAgentOptions(overrides: Partial<NetAgentOptions> = {})
   o.adminUuid = o.adminUuid.toLowerCase();
   return o;
 }
-
-export function doublingDelay(minMs: number, maxMs: number, attempt: number): number {
-  return Math.min(maxMs, minMs * Math.pow(2, Math.min(attempt, 30)));
-}

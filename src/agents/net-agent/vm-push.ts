@@ -12,9 +12,9 @@
  */
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import { doublingDelay } from '../../runtime/backoff.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 import { normaliseMac, type NapiNic } from './fields.js';
-import { doublingDelay } from './options.js';
 import { isEmptyPayload, pushDownPayload } from './push-down.js';
 import { VmPush, type CnNet } from './state.js';
 

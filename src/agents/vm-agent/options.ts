@@ -35,8 +35,3 @@ export const DEFAULT_VM_AGENT_OPTIONS: Readonly<VmAgentOptions> = Object.freeze(
 export function resolveVmAgentOptions(overrides: Partial<VmAgentOptions> = {}): VmAgentOptions {
   return { ...DEFAULT_VM_AGENT_OPTIONS, ...overrides };
 }
-
-/** 0.5 s, 1 s, 2 s, ... capped: the real agent's retry schedule. `attempt` 0 is the first retry. */
-export function doublingDelay(minMs: number, maxMs: number, attempt: number): number {
-  return Math.min(maxMs, minMs * Math.pow(2, Math.min(attempt, 30)));
-}

@@ -17,13 +17,14 @@
  * the shared client. A CN whose VMAPI traffic fails never delays another CN.
  */
 import type { CnAgentPlugin, AgentPluginContext } from '../../runtime/agent-plugin.js';
+import { doublingDelay } from '../../runtime/backoff.js';
 import { Scheduler, type ScheduledJob } from '../../runtime/scheduler.js';
 import { toMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm, VmEvent, VmSubscription } from '../../vmadm/types.js';
 import { selectVmsToPut } from './compare.js';
-import { doublingDelay, resolveVmAgentOptions, type VmAgentOptions } from './options.js';
+import { resolveVmAgentOptions, type VmAgentOptions } from './options.js';
 import { VmapiCalls, vmAgentUserAgent } from './vmapi.js';
 
 type SyncState = 'due' | 'waiting' | 'idle';

@@ -3,7 +3,8 @@
  * its handlers (sdc-cnapi lib/endpoints/index.js): a valid, existing server
  * (`409 InvalidArgument "Invalid server_uuid"`, `404 "Server <uuid> not found"`), a UUID
  * VM id (`409 "Invalid vm_uuid"`; CNAPI never checks the VM exists), and a `running`
- * server (`409 ServerNotRunning`).
+ * server (`409 ServerNotRunning`); and sending a task to a CN, answered at once (`{id}`) or
+ * once cn-agent replies.
  */
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
@@ -12,7 +13,8 @@ import { isUuid } from '../../common/uuid.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import type { CnAgentDispatcher, TaskOutcome } from './dispatch.js';
 import type { HeartbeatReconciler } from './heartbeats.js';
-import type { Params } from '../http.js';
+import { ensureParamsValid, type Rules } from './validate.js';
+import { ok, params, type Params, type Req } from '../http.js';
 import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
 import type { PendingAllocations } from './allocate.js';
@@ -74,13 +76,33 @@ export function cnAgentOf(server: ServerRecord): { name?: string; version?: stri
   return (agents.find((a) => a && (a as { name?: unknown }).name === 'cn-agent') as { version?: string }) ?? {};
 }
 
+/** `vmValidationRules` (sdc-cnapi lib/endpoints/vms.js). */
+export const VM_RULES: Rules = {
+  jobid: { optional: true, type: 'string' },
+  uuid: { type: 'string' },
+};
+
+/**
+ * A VM endpoint's `ensure({prepopulate: ['server', 'vm'], serverRunning: true})`, then its
+ * validation `rules` (vmValidationRules unless it has its own).
+ */
+export function vmPreconditions(ctx: CnapiContext, req: Req, rules: Rules = VM_RULES): { server: ServerRecord; p: Params } {
+  const p = params(req);
+  const server = requireServer(ctx, p.server_uuid);
+  requireVmUuid(p.uuid);
+  requireRunning(server);
+  ensureParamsValid(p, rules);
+  return { server, p };
+}
+
 export function sysinfoOf(server: ServerRecord): Sysinfo | undefined {
   return server.sysinfo as Sysinfo | undefined;
 }
 
 /**
- * Send a task whose reply the caller waits for (CNAPI's `synccb`), bounded by
- * `timeoutMs`: the outcome, or 'timeout'.
+ * Send a task whose reply the caller waits for (CNAPI's `synccb`): its outcome. With
+ * `timeoutMs`, a reply that does not come within it is CNAPI's 500 "Time-out reached waiting
+ * for <task> request to return".
  */
 export async function runTaskSync(
   ctx: CnapiContext,
@@ -89,7 +111,7 @@ export async function runTaskSync(
   params: Params,
   reqId: string,
   opts: { timeoutMs?: number; persist?: boolean } = {},
-): Promise<TaskOutcome | 'timeout'> {
+): Promise<TaskOutcome> {
   const sent = ctx.dispatcher.sendTask({
     serverUuid: server.uuid,
     sysinfo: sysinfoOf(server),
@@ -100,14 +122,46 @@ export async function runTaskSync(
   });
   if (!opts.timeoutMs) return sent.outcome;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), opts.timeoutMs);
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new MockcloudError('InternalError', `Time-out reached waiting for ${task} request to return`)),
+      opts.timeoutMs,
+    );
   });
   try {
     return await Promise.race([sent.outcome, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Send a task and answer `{id}` without waiting for cn-agent. */
+export function sendAsync(ctx: CnapiContext, server: ServerRecord, task: string, p: Params, reqId: string) {
+  const sent = ctx.dispatcher.sendTask({ serverUuid: server.uuid, sysinfo: sysinfoOf(server), task, params: p, reqId });
+  void sent.outcome.then((o) => {
+    if (!o.ok) ctx.log.info({ task, server_uuid: server.uuid, task_id: sent.record.id, error: o.message }, 'task failed');
+  });
+  return ok({ id: sent.record.id });
+}
+
+/**
+ * A task CNAPI waits for, up to `timeoutS`: cn-agent's answer passed on; a failure is what
+ * `mapError` makes of it (CNAPI's handler), else 500 "posting task to cn-agent: <error>".
+ */
+export async function taskAnswer(
+  ctx: CnapiContext,
+  server: ServerRecord,
+  task: string,
+  taskParams: Params,
+  reqId: string,
+  opts: { timeoutS: number; persist?: boolean },
+  mapError: (outcome: Extract<TaskOutcome, { ok: false }>) => MockcloudError | undefined = () => undefined,
+) {
+  const outcome = await runTaskSync(ctx, server, task, taskParams, reqId, { timeoutMs: opts.timeoutS * 1000, persist: opts.persist });
+  if (!outcome.ok) {
+    throw mapError(outcome) ?? new MockcloudError('InternalError', `posting task to cn-agent: ${outcome.message}`);
+  }
+  return ok(outcome.body);
 }
 
 /** `errDetails(err).restCode`: the `details.restCode` of cn-agent's error body. */

@@ -12,47 +12,9 @@
  * cn-agent's error body has none (an unknown task's 404): that case is a 500 here.
  */
 import { MockcloudError } from '../../common/errors.js';
-import { requireRunning, requireServer, requireVmUuid, restCodeOf, runTaskSync, type CnapiContext } from './context.js';
-import type { TaskOutcome } from './dispatch.js';
-import { ok, params, route, type Params, type Req, type RestifyServer } from '../http.js';
-import type { ServerRecord } from './servers.js';
-import { ensureParamsValid, type Rules } from './validate.js';
-
-/** `vmValidationRules`. */
-const VM_RULES: Rules = {
-  jobid: { optional: true, type: 'string' },
-  uuid: { type: 'string' },
-};
-
-/** `ensure({prepopulate: ['server', 'vm'], serverRunning: true})`, then the VM rules. */
-function preconditions(ctx: CnapiContext, req: Req): { server: ServerRecord; p: Params } {
-  const p = params(req);
-  const server = requireServer(ctx, p.server_uuid);
-  requireVmUuid(p.uuid);
-  requireRunning(server);
-  ensureParamsValid(p, VM_RULES);
-  return { server, p };
-}
-
-/** The task's answer, or the error CNAPI's handler turns its failure into. */
-async function dockerTask(
-  ctx: CnapiContext,
-  server: ServerRecord,
-  task: string,
-  taskParams: Params,
-  reqId: string,
-  timeoutS: number,
-  mapError: (outcome: Extract<TaskOutcome, { ok: false }>) => MockcloudError | undefined = () => undefined,
-) {
-  const outcome = await runTaskSync(ctx, server, task, taskParams, reqId, { timeoutMs: timeoutS * 1000 });
-  if (outcome === 'timeout') {
-    throw new MockcloudError('InternalError', `Time-out reached waiting for ${task} request to return`);
-  }
-  if (!outcome.ok) {
-    throw mapError(outcome) ?? new MockcloudError('InternalError', `posting task to cn-agent: ${outcome.message}`);
-  }
-  return ok(outcome.body);
-}
+import { restCodeOf, taskAnswer, vmPreconditions, type CnapiContext } from './context.js';
+import { route, type Params, type RestifyServer } from '../http.js';
+import { ensureParamsValid } from './validate.js';
 
 const COPY_ERRORS: Record<string, () => MockcloudError> = {
   FileNotFound: () => new MockcloudError('ResourceNotFound', 'Could not find requested file', { restCode: 'FileNotFound' }),
@@ -70,16 +32,16 @@ export function mountDockerRoutes(server: RestifyServer, ctx: CnapiContext): voi
   server.post(
     { path: '/servers/:server_uuid/vms/:uuid/docker-exec', name: 'VmDockerExec' },
     route(log, async (req) => {
-      const { server: s, p } = preconditions(ctx, req);
+      const { server: s, p } = vmPreconditions(ctx, req);
       ensureParamsValid(p, { command: { type: 'object' } });
-      return dockerTask(ctx, s, 'docker_exec', { uuid: p.uuid, command: p.command }, req.getId(), 60);
+      return taskAnswer(ctx, s, 'docker_exec', { uuid: p.uuid, command: p.command }, req.getId(), { timeoutS: 60 });
     }),
   );
 
   server.post(
     { path: '/servers/:server_uuid/vms/:uuid/docker-copy', name: 'VmDockerCopy' },
     route(log, async (req) => {
-      const { server: s, p } = preconditions(ctx, req);
+      const { server: s, p } = vmPreconditions(ctx, req);
       let path = p.path;
       let mode = p.mode;
       // Older sdc-docker sent these inside a `payload`.
@@ -90,7 +52,7 @@ export function mountDockerRoutes(server: RestifyServer, ctx: CnapiContext): voi
       }
       const taskParams: Params = { uuid: p.uuid, path, mode, payload: p.payload };
       if (p.no_overwrite_dir) taskParams.no_overwrite_dir = true;
-      return dockerTask(ctx, s, 'docker_copy', dropUndefined(taskParams), req.getId(), 10, (o) => {
+      return taskAnswer(ctx, s, 'docker_copy', dropUndefined(taskParams), req.getId(), { timeoutS: 10 }, (o) => {
         const code = restCodeOf(o);
         return code ? COPY_ERRORS[code]?.() : undefined;
       });
@@ -100,9 +62,9 @@ export function mountDockerRoutes(server: RestifyServer, ctx: CnapiContext): voi
   server.post(
     { path: '/servers/:server_uuid/vms/:uuid/docker-stats', name: 'VmDockerStats' },
     route(log, async (req) => {
-      const { server: s, p } = preconditions(ctx, req);
+      const { server: s, p } = vmPreconditions(ctx, req);
       const taskParams = dropUndefined({ uuid: p.uuid, payload: p.payload });
-      return dockerTask(ctx, s, 'docker_stats', taskParams, req.getId(), 30, (o) => {
+      return taskAnswer(ctx, s, 'docker_stats', taskParams, req.getId(), { timeoutS: 30 }, (o) => {
         const orig = o.body as { error?: unknown } | undefined;
         if (orig && typeof orig.error === 'string' && /^ENOENT,/.test(orig.error)) {
           const pl = (p.payload ?? {}) as Params;
@@ -119,9 +81,9 @@ export function mountDockerRoutes(server: RestifyServer, ctx: CnapiContext): voi
   server.post(
     { path: '/servers/:server_uuid/vms/:uuid/docker-build', name: 'VmDockerBuild' },
     route(log, async (req) => {
-      const { server: s, p } = preconditions(ctx, req);
+      const { server: s, p } = vmPreconditions(ctx, req);
       // CNAPI sends this task with log_params false: the payload stays out of its logs too.
-      return dockerTask(ctx, s, 'docker_build', dropUndefined({ uuid: p.uuid, payload: p.payload }), req.getId(), 30);
+      return taskAnswer(ctx, s, 'docker_build', dropUndefined({ uuid: p.uuid, payload: p.payload }), req.getId(), { timeoutS: 30 });
     }),
   );
 }

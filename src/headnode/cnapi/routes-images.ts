@@ -5,15 +5,9 @@
  * `prepare_image_script`), and sends `machine_create_image` with the merged parameters,
  * answering `{id}` at once. IMGAPI's create-from-vm workflow polls that task.
  */
-import { requireRunning, requireServer, requireVmUuid, type CnapiContext } from './context.js';
-import { params, route, type RestifyServer } from '../http.js';
-import { sendAsync } from './routes-vms.js';
+import { sendAsync, vmPreconditions, type CnapiContext } from './context.js';
+import { route, type RestifyServer } from '../http.js';
 import { ensureParamsValid, type Rules } from './validate.js';
-
-const VM_RULES: Rules = {
-  jobid: { optional: true, type: 'string' },
-  uuid: { type: 'string' },
-};
 
 const IMAGE_CREATE_RULES: Rules = {
   jobid: { optional: true, type: 'string' },
@@ -28,11 +22,7 @@ export function mountImageRoutes(server: RestifyServer, ctx: CnapiContext): void
   server.post(
     { path: '/servers/:server_uuid/vms/:uuid/images', name: 'VmImageCreate' },
     route(ctx.log, async (req) => {
-      const p = params(req);
-      const s = requireServer(ctx, p.server_uuid);
-      requireVmUuid(p.uuid);
-      requireRunning(s);
-      ensureParamsValid(p, VM_RULES);
+      const { server: s, p } = vmPreconditions(ctx, req);
       ensureParamsValid(p, IMAGE_CREATE_RULES);
       return sendAsync(ctx, s, 'machine_create_image', p, req.getId());
     }),

@@ -71,7 +71,6 @@ export function mountMiscRoutes(server: RestifyServer, ctx: CnapiContext): void 
       const s = requireServer(ctx, p0.server_uuid);
       const p = ensureParamsValid(p0, { jobid: { optional: true, type: 'string' }, uuid: { type: 'string' } });
       const outcome = await runTaskSync(ctx, s, 'image_get', { uuid: p.uuid }, req.getId(), { timeoutMs: IMAGE_GET_TIMEOUT_MS });
-      if (outcome === 'timeout') throw new MockcloudError('InternalError', 'Time-out reached waiting for image_get request to return');
       if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
       return ok(outcome.body);
     }),

@@ -9,7 +9,7 @@ import { isUuid } from '../../common/uuid.js';
 import { requireServer, runTaskSync, type CnapiContext } from './context.js';
 import { noContent, ok, params, route, type RestifyServer } from '../http.js';
 import type { DapiServer } from './dapi/algorithms.js';
-import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras, type ServerRecord } from './servers.js';
+import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras } from './servers.js';
 import { ensureParamsValid, invalidParameters, type Rules } from './validate.js';
 
 const LIST_MIN_LIMIT = 1;
@@ -202,7 +202,7 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
           Object.entries(p.overprovision_ratios as Record<string, number>).map(([k, v]): [string, string] => [k, String(v)]),
         ).toString();
         const outcome = await runTaskSync(ctx, rec, 'server_overprovision_ratio', { value }, req.getId());
-        if (outcome !== 'timeout' && !outcome.ok) throw new MockcloudError('InternalError', outcome.message);
+        if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
       }
       ctx.servers.upsert(rec.uuid, change);
       await ctx.saveServers(true);

@@ -5,10 +5,9 @@
  * registered with `Setup: false`) is not run by the dev headnode (`501 NotImplemented`).
  */
 import { MockcloudError } from '../../common/errors.js';
+import { repeatableUuidFromHex } from '../../common/uuid.js';
 import { noContent, params, route, type Params, type RestifyServer } from '../http.js';
-import { cnAgentOf, requireRunning, requireServer, type CnapiContext } from './context.js';
-import { repeatableUuid } from './recovery-uuid.js';
-import { sendAsync } from './routes-vms.js';
+import { cnAgentOf, requireRunning, requireServer, sendAsync, type CnapiContext } from './context.js';
 import { ensureParamsValid, versionGte, type Rules } from './validate.js';
 
 const VALID_LAYOUTS = ['single', 'mirror', 'raidz1', 'raidz2', 'raidz3'];
@@ -77,8 +76,8 @@ export function mountSetupRoutes(server: RestifyServer, ctx: CnapiContext): void
         throw precondition('Recovery Configuration can be set only for servers with encrypted zpools');
       }
       const recovery = (sysinfo['Zpool Recovery'] ?? {}) as { active?: string; staged?: string };
-      const active = recovery.active ? repeatableUuid(recovery.active) : undefined;
-      const staged = recovery.staged ? repeatableUuid(recovery.staged) : undefined;
+      const active = recovery.active ? repeatableUuidFromHex(recovery.active) : undefined;
+      const staged = recovery.staged ? repeatableUuidFromHex(recovery.staged) : undefined;
       if (active && active === p.recovery_uuid && action === 'activate') {
         throw precondition(`Recovery configuration ${String(p.recovery_uuid)} is already active`);
       }

@@ -12,11 +12,11 @@ import {
   requireRunning,
   requireServer,
   runTaskSync,
+  sendAsync,
   sysinfoOf,
   type CnapiContext,
 } from './context.js';
 import { noContent, ok, params, query, route, type Params, type Req, type RestifyServer } from '../http.js';
-import { sendAsync } from './routes-vms.js';
 import type { ServerRecord } from './servers.js';
 import { TASK_WAIT_DEFAULT_S } from './tasks.js';
 import { ensureParamsValid, invalidParameters, versionGte } from './validate.js';
@@ -97,9 +97,7 @@ export function mountTaskRoutes(server: RestifyServer, ctx: CnapiContext): void 
         throw new MockcloudError('InternalError', 'Unable to gather latest sysinfo');
       }
       const outcome = await runTaskSync(ctx, s, 'server_sysinfo', p, req.getId());
-      if (outcome === 'timeout' || !outcome.ok) {
-        throw new MockcloudError('InternalError', outcome === 'timeout' ? 'timed out' : outcome.message);
-      }
+      if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
       const sysinfo = (outcome.body as { sysinfo?: Sysinfo } | undefined)?.sysinfo;
       if (!sysinfo || typeof sysinfo !== 'object') throw new MockcloudError('InternalError', 'Unable to gather latest sysinfo');
       await ctx.updateFromSysinfo(sysinfo);
@@ -134,7 +132,7 @@ export function mountTaskRoutes(server: RestifyServer, ctx: CnapiContext): void 
       }
       if (p.nojob) {
         const outcome = await runTaskSync(ctx, s, 'server_reboot', p, req.getId());
-        if (outcome !== 'timeout' && !outcome.ok) {
+        if (!outcome.ok) {
           throw new MockcloudError('InternalError', `posting task to cn-agent: ${outcome.message}`);
         }
         return noContent();
@@ -184,9 +182,7 @@ export function mountTaskRoutes(server: RestifyServer, ctx: CnapiContext): void 
       }
       const taskParams = { args: p.args, env: p.env, timeout: p.timeout, script: p.script };
       const outcome = await runTaskSync(ctx, s, 'command_execute', taskParams, req.getId());
-      if (outcome === 'timeout' || !outcome.ok) {
-        throw new MockcloudError('InternalError', outcome === 'timeout' ? 'timed out' : outcome.message);
-      }
+      if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
       const result = (outcome.body ?? {}) as { exitCode?: number; stdout?: string };
       if (p.json) return ok(result);
       if (result.exitCode !== 0) throw new MockcloudError('InternalError', 'Error executing on remote system');
@@ -324,9 +320,7 @@ async function serverUpdateNics(
   const server = ctx.servers.get(serverUuid);
   if (!server) return;
   const outcome = await runTaskSync(ctx, server, 'server_update_nics', { server_uuid: serverUuid, nics: updated }, reqId);
-  if (outcome === 'timeout' || !outcome.ok) {
-    throw new Error(outcome === 'timeout' ? 'server_update_nics timed out' : outcome.message);
-  }
+  if (!outcome.ok) throw new Error(outcome.message);
   const sysinfo = (outcome.body as { sysinfo?: Sysinfo } | undefined)?.sysinfo;
   if (sysinfo && typeof sysinfo === 'object' && sysinfo.UUID === serverUuid) await ctx.updateFromSysinfo(sysinfo);
 }

@@ -8,41 +8,10 @@ import dns from 'node:dns/promises';
 import net from 'node:net';
 import { MockcloudError } from '../../common/errors.js';
 import { HttpStatusError } from '../../common/http-client.js';
-import {
-  requireRunning,
-  requireServer,
-  requireVmUuid,
-  restCodeOf,
-  runTaskSync,
-  sysinfoOf,
-  type CnapiContext,
-} from './context.js';
-import { ok, params, route, type Params, type Req, type RestifyServer } from '../http.js';
+import { requireRunning, requireServer, restCodeOf, sendAsync, taskAnswer, VM_RULES, vmPreconditions, type CnapiContext } from './context.js';
+import { ok, params, route, type Params, type RestifyServer } from '../http.js';
 import type { ServerRecord } from './servers.js';
 import { ensureParamsValid, type Rules } from './validate.js';
-
-const VM_RULES: Rules = {
-  jobid: { optional: true, type: 'string' },
-  uuid: { type: 'string' },
-};
-
-/** The `ensure({prepopulate: ['server', 'vm'], serverRunning: true})` chain. */
-function vmPreconditions(ctx: CnapiContext, req: Req): { server: ServerRecord; p: Params } {
-  const p = params(req);
-  const server = requireServer(ctx, p.server_uuid);
-  requireVmUuid(p.uuid);
-  requireRunning(server);
-  return { server, p };
-}
-
-/** Send a task and answer `{id}` without waiting for cn-agent. */
-export function sendAsync(ctx: CnapiContext, server: ServerRecord, task: string, p: Params, reqId: string) {
-  const sent = ctx.dispatcher.sendTask({ serverUuid: server.uuid, sysinfo: sysinfoOf(server), task, params: p, reqId });
-  void sent.outcome.then((o) => {
-    if (!o.ok) ctx.log.info({ task, server_uuid: server.uuid, task_id: sent.record.id, error: o.message }, 'task failed');
-  });
-  return ok({ id: sent.record.id });
-}
 
 /** `updateLimitedToInternalMetadata`: start/reboot may only carry `update.set_internal_metadata`. */
 function checkUpdateLimited(p: Params, name: string): void {
@@ -71,8 +40,7 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     server[method](
       { path, name },
       route(log, async (req) => {
-        const { server: s, p } = vmPreconditions(ctx, req);
-        ensureParamsValid(p, rules);
+        const { server: s, p } = vmPreconditions(ctx, req, rules);
         extra?.(p);
         return sendAsync(ctx, s, task, p, req.getId());
       }),
@@ -121,10 +89,9 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     { path: '/servers/:server_uuid/vms/:uuid', name: 'VmLoad' },
     route(log, async (req) => {
       const { server: s, p } = vmPreconditions(ctx, req);
-      ensureParamsValid(p, VM_RULES);
       const taskParams: Params = { uuid: p.uuid };
       if (p.include_dni !== undefined) taskParams.include_dni = p.include_dni === 'true' || p.include_dni === true;
-      return syncVmTask(ctx, s, 'machine_load', taskParams, req.getId(), 60, p.uuid as string, false);
+      return vmTaskAnswer(ctx, s, 'machine_load', taskParams, req.getId(), { timeoutS: 60, persist: false });
     }),
   );
 
@@ -132,8 +99,7 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     { path: '/servers/:server_uuid/vms/:uuid/proc', name: 'VmProc' },
     route(log, async (req) => {
       const { server: s, p } = vmPreconditions(ctx, req);
-      ensureParamsValid(p, VM_RULES);
-      return syncVmTask(ctx, s, 'machine_proc', { uuid: p.uuid }, req.getId(), 20, p.uuid as string, true);
+      return vmTaskAnswer(ctx, s, 'machine_proc', { uuid: p.uuid }, req.getId(), { timeoutS: 20 });
     }),
   );
 
@@ -141,9 +107,8 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     { path: '/servers/:server_uuid/vms/:uuid/info', name: 'VmInfo' },
     route(log, async (req) => {
       const { server: s, p } = vmPreconditions(ctx, req);
-      ensureParamsValid(p, VM_RULES);
       const types = typeof p.info === 'string' ? p.info.split(',') : ['all'];
-      return syncVmTask(ctx, s, 'machine_info', { uuid: p.uuid, types }, req.getId(), 10, p.uuid as string, true);
+      return vmTaskAnswer(ctx, s, 'machine_info', { uuid: p.uuid, types }, req.getId(), { timeoutS: 10 });
     }),
   );
 
@@ -151,8 +116,7 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
     { path: '/servers/:server_uuid/vms/:uuid/vnc', name: 'VmVnc' },
     route(log, async (req) => {
       const { server: s, p } = vmPreconditions(ctx, req);
-      ensureParamsValid(p, VM_RULES);
-      const info = await syncVmTask(ctx, s, 'machine_info', { uuid: p.uuid, types: ['vnc'] }, req.getId(), 10, p.uuid as string, true);
+      const info = await vmTaskAnswer(ctx, s, 'machine_info', { uuid: p.uuid, types: ['vnc'] }, req.getId(), { timeoutS: 10 });
       return ok(vncOf(info.body));
     }),
   );
@@ -189,26 +153,18 @@ export function mountVmRoutes(server: RestifyServer, ctx: CnapiContext): void {
   );
 }
 
-/** A synchronous VM task with CNAPI's timeout and error mapping. */
-async function syncVmTask(
+/** A VM task CNAPI waits for: a `VmNotFound` failure is `404 "VM <uuid> not found"`. */
+function vmTaskAnswer(
   ctx: CnapiContext,
   server: ServerRecord,
   task: string,
   taskParams: Params,
   reqId: string,
-  timeoutS: number,
-  vmUuid: string,
-  persist: boolean,
+  opts: { timeoutS: number; persist?: boolean },
 ) {
-  const outcome = await runTaskSync(ctx, server, task, taskParams, reqId, { timeoutMs: timeoutS * 1000, persist });
-  if (outcome === 'timeout') {
-    throw new MockcloudError('InternalError', `Time-out reached waiting for ${task} request to return`);
-  }
-  if (!outcome.ok) {
-    if (restCodeOf(outcome) === 'VmNotFound') throw new MockcloudError('ResourceNotFound', `VM ${vmUuid} not found`);
-    throw new MockcloudError('InternalError', `posting task to cn-agent: ${outcome.message}`);
-  }
-  return ok(outcome.body);
+  return taskAnswer(ctx, server, task, taskParams, reqId, opts, (o) =>
+    restCodeOf(o) === 'VmNotFound' ? new MockcloudError('ResourceNotFound', `VM ${String(taskParams.uuid)} not found`) : undefined,
+  );
 }
 
 /**

@@ -69,7 +69,9 @@ export function ensureParamsValid(p: Params, rules: Rules, opts: { strict?: bool
   const out: Params = { ...p };
   const errs: FieldError[] = [];
   for (const [name, rule] of Object.entries(rules)) {
-    const value = out[name];
+    // A dotted name is a nested field, as restify-validator's `req.assert` resolves it
+    // (VmMigrate's `migrationTask.action`).
+    const value = name.includes('.') ? nestedValue(out, name) : out[name];
     // A missing required parameter fails its checks as `undefined` does (CNAPI's validator
     // runs them on it), e.g. "value is not an object. (was: [object Undefined])".
     if (value === undefined && rule.optional) continue;
@@ -85,6 +87,12 @@ export function ensureParamsValid(p: Params, rules: Rules, opts: { strict?: bool
   }
   if (errs.length > 0) throw invalidParameters(errs);
   return out;
+}
+
+function nestedValue(p: Params, path: string): unknown {
+  let v: unknown = p;
+  for (const key of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Params)[key] : undefined;
+  return v;
 }
 
 /**

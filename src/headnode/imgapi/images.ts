@@ -5,6 +5,7 @@
  * what mock CNs have installed), and ListImages' filters.
  */
 import { createHash } from 'node:crypto';
+import { uuidFromHex } from '../../common/uuid.js';
 import { BUILTIN_AGENTS } from '../../mockcn/agents-dir.js';
 import { agentTree, osImageTree, type TreeFile } from './build.js';
 
@@ -67,8 +68,7 @@ export function stableUuid(name: string): string {
   const h = createHash('sha1').update(`mockcloud-imgapi:${name}`).digest();
   h[6] = (h[6]! & 0x0f) | 0x50;
   h[8] = (h[8]! & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+  return uuidFromHex(h.subarray(0, 16).toString('hex'));
 }
 
 /** Public Triton images are owned by the nil uuid. */

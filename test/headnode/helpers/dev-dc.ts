@@ -11,6 +11,7 @@ import { resolveConfig } from '../../../src/daemon/config.js';
 import { Daemon } from '../../../src/daemon/daemon.js';
 import { noMdata } from '../../../src/daemon/mdata.js';
 import { Headnode, type HeadnodeUrls } from '../../../src/headnode/headnode.js';
+import { createServers } from '../../daemon/helpers/control.js';
 import { call, closeClient, cnapiClient, waitFor, type Client } from './sdc-clients.js';
 
 const TIMINGS = { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200, sysinfoBackoff: { minMs: 50, maxMs: 500 } };
@@ -28,7 +29,11 @@ export interface DevDc {
   close(): Promise<void>;
 }
 
-export async function startDevDc(cnCount: number): Promise<DevDc> {
+/**
+ * The dev headnode and a daemon on it that has been asked for `cnCount` CNs, without waiting
+ * for them to register (for a test whose subject is the registration itself).
+ */
+export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-devdc-'));
   const log = createQuietLogger();
   const headnode = new Headnode({ dataDir, log });
@@ -60,25 +65,36 @@ export async function startDevDc(cnCount: number): Promise<DevDc> {
     daemon = new Daemon({ config, log });
     await daemon.start();
     cnapi = cnapiClient(urls.cnapi);
-    const res = await fetch(`${daemon.controlAddress.url}/servers`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ count: cnCount }),
-    });
-    if (res.status >= 300) throw new Error(`create-servers answered ${res.status}`);
-    const client = cnapi;
+    await createServers(daemon, { count: cnCount });
+    return { dataDir, headnode, daemon, urls, cnapi, close };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * openDevDc, then wait until CNAPI lists all `cnCount` CNs running and set up, each with a
+ * heartbeat: a CN is `running` as soon as CNAPI takes its sysinfo, but its cn-agent takes
+ * tasks (404 before) only once the answer is back, and it sends heartbeats from then on.
+ */
+export async function startDevDc(cnCount: number): Promise<DevDc> {
+  const dc = await openDevDc(cnCount);
+  try {
     const servers = await waitFor(
       async () => {
-        const list = await call<Obj[]>(client, 'listServers', {});
-        const running = list.filter((s) => s.status === 'running' && s.setup === true && s.headnode !== true);
+        const list = await call<Obj[]>(dc.cnapi, 'listServers', { extras: 'last_heartbeat' });
+        const running = list.filter(
+          (s) => s.status === 'running' && s.setup === true && s.headnode !== true && typeof s.last_heartbeat === 'string',
+        );
         return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
       },
       60_000,
       100,
     );
-    return { dataDir, headnode, daemon, urls, cnapi, servers, close };
+    return { ...dc, servers };
   } catch (err) {
-    await close().catch(() => undefined);
+    await dc.close().catch(() => undefined);
     throw err;
   }
 }

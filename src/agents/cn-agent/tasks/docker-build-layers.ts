@@ -15,11 +15,11 @@
  * COPY); a RUN step's layer is empty, as nothing runs in a mock container.
  */
 import crypto from 'node:crypto';
-import http from 'node:http';
 import { gzipSync } from 'node:zlib';
-import type { JsonHttpClient } from '../../../common/http-client.js';
+import { uuidFromHex } from '../../../common/uuid.js';
 import { tarFromEntries, type FsNode } from './container-fs.js';
 import type { BuildCmd } from './docker-build-words.js';
+import type { ImgapiWriter } from './imgapi-writes.js';
 
 export type DockerImage = Record<string, unknown> & {
   config: Record<string, unknown>;
@@ -64,9 +64,7 @@ export interface Layer {
 
 /** What the build needs to publish layers. */
 export interface LayerPublisher {
-  http: JsonHttpClient;
-  imgapiUrl: string;
-  reqId: string;
+  imgapi: ImgapiWriter;
   owner: string;
   /** Ask sdc-docker (`image_create`) and wait for its answer. */
   request(event: Record<string, unknown>): Promise<unknown>;
@@ -84,8 +82,7 @@ function sha256(data: string | Buffer): string {
 
 /** imgmanifest.imgUuidFromDockerDigests: the first 32 hex digits of sha256(digests joined). */
 export function imgUuidFromDockerDigests(digests: string[]): string {
-  const h = sha256(digests.join(' '));
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  return uuidFromHex(sha256(digests.join(' ')));
 }
 
 /** Builder.setImageId(): a random `sha256:<64 hex>` until the real digest is known. */
@@ -180,7 +177,7 @@ export async function createFileLayer(
     tags: { 'docker:repo': '', 'docker:id': digest, 'docker:architecture': image.architecture },
   };
   if (previous?.uuid) manifest.origin = previous.uuid;
-  await imgapi(pub, 'POST', `/images/${placeholder}?action=import`, manifest);
+  await pub.imgapi.importImage(placeholder, manifest);
 
   const tar = tarFromEntries(files);
   const gz = gzipSync(tar);
@@ -189,7 +186,8 @@ export async function createFileLayer(
   layer.fileDigest = `sha256:${sha256(gz)}`;
   layer.fileSize = gz.length;
   const sha1 = crypto.createHash('sha1').update(gz).digest('hex');
-  const added = (await putFile(pub, placeholder, gz, sha1)) as { files?: { sha1?: string }[] } | undefined;
+  const query = { compression: 'gzip', sha1, size: String(gz.length) };
+  const added = (await pub.imgapi.addFile(placeholder, query, gz, 60_000)) as { files?: { sha1?: string }[] } | undefined;
   if (added?.files?.length !== 1) throw new Error(`Expected one image file - got ${added?.files?.length ?? 0}`);
   if (added.files[0]!.sha1 !== sha1) throw new Error('imgapi sha1 mismatch - data corruption occured');
 
@@ -201,61 +199,8 @@ export async function createFileLayer(
   update.version = shortId(layer.imageDigest);
   update.files = [{ ...(added.files[0] as object), digest: layer.fileDigest, uncompressedDigest: layer.uncompressedDigest }];
   for (const k of ['disabled', 'published_at', 'type', 'v', 'owner']) delete update[k];
-  await imgapi(pub, 'POST', `/images/${placeholder}?action=update`, update);
+  await pub.imgapi.updateImage(placeholder, update);
   layer.uuid = update.uuid as string;
-  await imgapi(pub, 'POST', `/images/${layer.uuid}?action=activate`, undefined);
+  await pub.imgapi.activate(layer.uuid);
   await createSdcDockerImage(layers, isLastStep, pub);
-}
-
-async function imgapi(pub: LayerPublisher, method: 'POST', path: string, body: unknown): Promise<unknown> {
-  const res = await pub.http.call({
-    method,
-    url: `${pub.imgapiUrl.replace(/\/+$/, '')}${path}`,
-    body: body ?? {},
-    headers: { 'x-request-id': pub.reqId },
-    timeoutMs: 60_000,
-  });
-  return res.body;
-}
-
-/** IMGAPI AddImageFile: the gzipped layer, streamed through the daemon's shared agent. */
-function putFile(pub: LayerPublisher, uuid: string, data: Buffer, sha1: string): Promise<unknown> {
-  const url = `${pub.imgapiUrl.replace(/\/+$/, '')}/images/${uuid}/file?compression=gzip&sha1=${sha1}&size=${data.length}`;
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method: 'PUT',
-        agent: pub.http.agent,
-        headers: {
-          'content-type': 'application/octet-stream',
-          'content-length': String(data.length),
-          accept: 'application/json',
-          'x-request-id': pub.reqId,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON: keep the text for the message
-          }
-          const status = res.statusCode ?? 0;
-          if (status < 200 || status >= 300) {
-            const msg = (body as { message?: string } | undefined)?.message ?? text;
-            reject(new Error(`PUT ${url}: ${status}${msg ? `: ${msg}` : ''}`));
-          } else resolve(body);
-        });
-      },
-    );
-    req.setTimeout(60_000, () => req.destroy(new Error(`PUT ${url}: timed out`)));
-    req.on('error', reject);
-    req.end(data);
-  });
 }

@@ -22,6 +22,7 @@ import { advertisedHost, streamsOf, type StreamSession } from '../stream-listene
 import { defineTask, type TaskContext } from '../types.js';
 import { containerFilesOf, ContainerFs } from './container-fs.js';
 import { MockBuilder, type BuildChannel, type ImageV2 } from './docker-build-steps.js';
+import { ImgapiWriter } from './imgapi-writes.js';
 import { invalid, isPlainObject, uuidParam } from './params.js';
 
 /** bin/docker-build.js SERVER_CLOSE_TIMEOUT. */
@@ -71,7 +72,7 @@ export const dockerBuildTask = defineTask<BuildParams>({
     const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const build = new BuildSession(ctx, p);
     const session = await streamsOf(ctx.env).open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_build',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_BUILD_LISTEN_SECONDS * 1000,
@@ -211,9 +212,7 @@ class BuildSession {
         scratchImageUuid: typeof p.payload.scratchImageUuid === 'string' ? p.payload.scratchImageUuid : '',
         channel,
         publisher: {
-          http: ctx.env.http,
-          imgapiUrl: String(p.payload.imgapi_url),
-          reqId: ctx.reqId,
+          imgapi: new ImgapiWriter({ http: ctx.env.http, imgapiUrl: String(p.payload.imgapi_url), reqId: ctx.reqId }),
           owner: ZERO_UUID,
           request: channel.request,
         },

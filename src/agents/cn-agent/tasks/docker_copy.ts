@@ -36,8 +36,6 @@ export const DOCKER_COPY_LISTEN_SECONDS = 30;
 /** lib/docker-stdio.js SAFE_ZLOGIN_PI: older platforms cannot copy with a stopped zone. */
 const SAFE_ZLOGIN_PI = '20160922T144810Z';
 
-export type CopyMode = 'read' | 'write' | 'stat';
-
 interface CopyParams {
   uuid: string;
   path: string;
@@ -97,7 +95,7 @@ export const dockerCopyTask = defineTask<CopyParams>({
     }
 
     const session = await streamsOf(ctx.env).open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_copy',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_COPY_LISTEN_SECONDS * 1000,

@@ -67,7 +67,7 @@ export const dockerExecTask = defineTask<{ uuid: string; command: DockerCommand 
 
     const streams = streamsOf(ctx.env);
     const session = await streams.open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_exec',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_EXEC_LISTEN_SECONDS * 1000,

@@ -37,7 +37,7 @@ export const dockerStatsTask = defineTask<StatsParams>({
   async run(ctx, p) {
     const host = advertisedHost(ctx.serverAddress, ctx.cn.sysinfo);
     const session = await streamsOf(ctx.env).open({
-      cnUuid: ctx.cn.uuid,
+      untilDetach: ctx.untilDetach,
       name: 'docker_stats',
       host: ctx.serverAddress.address,
       timeoutMs: DOCKER_STATS_LISTEN_SECONDS * 1000,

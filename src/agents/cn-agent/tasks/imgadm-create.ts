@@ -15,14 +15,13 @@
  * Failures are imgadm's errors, which the task reports as their JSON (what `-E` prints).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import { HttpStatusError } from '../../../common/http-client.js';
 import { newUuid } from '../../../common/uuid.js';
 import type { Vm } from '../../../vmadm/types.js';
 import type { TaskContext } from '../types.js';
+import { ImgapiWriter } from './imgapi-writes.js';
 
 /** An imgadm error: `code` and `message` as `imgadm -E` reports them. */
 export class ImgadmError extends Error {
@@ -195,47 +194,6 @@ function clientError(url: string, err: unknown): ImgadmError {
   return new ImgadmError('ClientError', `${url}: ${message}`, 'ClientError');
 }
 
-/** PUT the file as sdc-clients' addImageFile does (octet-stream, Content-Length). */
-function putFile(ctx: TaskContext, url: string, data: Buffer): Promise<{ statusCode: number; body: unknown }> {
-  const secure = url.startsWith('https:');
-  const request = secure ? https.request : http.request;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'PUT',
-        agent: secure ? undefined : ctx.env.http.agent,
-        signal: ctx.signal,
-        timeout: 300_000,
-        headers: {
-          'content-type': 'application/octet-stream',
-          'content-length': String(data.length),
-          accept: 'application/json',
-          'x-request-id': ctx.reqId,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON: keep the text
-          }
-          resolve({ statusCode: res.statusCode ?? 0, body });
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    req.end(data);
-  });
-}
-
 /** imgadm publish: import, add the file (and check it), activate; roll back on failure. */
 export async function publishImage(
   ctx: TaskContext,
@@ -244,40 +202,28 @@ export async function publishImage(
   file: { data: Buffer; size: number; sha1: string },
   compression: string,
 ): Promise<Record<string, unknown>> {
-  const base = trimSlash(imgapiUrl);
+  const imgapi = new ImgapiWriter({ http: ctx.env.http, imgapiUrl, reqId: ctx.reqId, signal: ctx.signal });
   const uuid = String(manifest.uuid);
-  const headers = { 'x-request-id': ctx.reqId };
   try {
-    await ctx.env.http.call({ method: 'POST', url: `${base}/images/${uuid}?action=import`, body: manifest, headers, timeoutMs: 60_000 });
+    await imgapi.importImage(uuid, manifest);
   } catch (err) {
     throw clientError(imgapiUrl, err);
   }
   ctx.log.info('Imported image %s (%s, %s, state=unactivated)', uuid, manifest.name, manifest.version);
   try {
-    const qs = new URLSearchParams({ compression, sha1: file.sha1 });
-    let put: { statusCode: number; body: unknown };
+    let added: unknown;
     try {
-      put = await putFile(ctx, `${base}/images/${uuid}/file?${qs}`, file.data);
+      added = await imgapi.addFile(uuid, { compression, sha1: file.sha1 }, file.data, 300_000);
     } catch (err) {
       throw clientError(imgapiUrl, err);
     }
-    if (put.statusCode < 200 || put.statusCode >= 300) {
-      throw clientError(imgapiUrl, new HttpStatusError(put.statusCode, put.body, { method: 'PUT', url: `${base}/images/${uuid}/file` }));
-    }
-    const got = (put.body as { files?: { sha1?: string; size?: number }[] }).files?.[0];
+    const got = (added as { files?: { sha1?: string; size?: number }[] }).files?.[0];
     if (got?.sha1 !== file.sha1) throw new ImgadmError('UploadError', `sha1 expected to be ${file.sha1}, but was ${got?.sha1}`);
     if (got?.size !== file.size) throw new ImgadmError('UploadError', `size expected to be ${file.size}, but was ${got?.size}`);
     ctx.log.info('Added file (compression "%s") to image %s', compression, uuid);
     let activated: Record<string, unknown>;
     try {
-      const res = await ctx.env.http.call<Record<string, unknown>>({
-        method: 'POST',
-        url: `${base}/images/${uuid}?action=activate`,
-        body: {},
-        headers,
-        timeoutMs: 60_000,
-      });
-      activated = res.body;
+      activated = (await imgapi.activate(uuid)) as Record<string, unknown>;
     } catch (err) {
       throw clientError(imgapiUrl, err);
     }
@@ -285,8 +231,8 @@ export async function publishImage(
     return activated;
   } catch (err) {
     ctx.log.debug({ err }, 'rollback partially imported image');
-    await ctx.env.http
-      .call({ method: 'DELETE', url: `${base}/images/${uuid}`, headers, timeoutMs: 60_000 })
+    await imgapi
+      .deleteImage(uuid)
       .catch((delErr: unknown) => ctx.log.warn({ err: delErr }, 'Warning: Could not delete partially published image %s', uuid));
     throw err;
   }

@@ -1,7 +1,11 @@
+/**
+ * machine_reboot (sdc-cn-agent lib/backends/smartos/tasks/machine_reboot.js): `update` first,
+ * then `vmadm reboot [-F]`; with `idempotent`, a VM that is not running is no error.
+ */
 import { defineTask } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
-import { validatePower, type PowerParams } from './power-params.js';
-import { isNotRunning, loadVm, vmadmCall, vmadmError } from './vm-common.js';
+import { stopOptions, updateFirst, validatePower, type PowerParams } from './power-params.js';
+import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
 
 export const machineReboot = defineTask<PowerParams>({
   name: 'machine_reboot',
@@ -10,13 +14,9 @@ export const machineReboot = defineTask<PowerParams>({
   validate: validatePower,
   vmLocks: (p) => [p.uuid],
   async run(ctx, p) {
-    const vms = nodeVmadm(ctx);
-    if (p.update) {
-      ctx.log.info('Updating vm before rebooting');
-      await vmadmCall('vmadm.update', () => vms.update(p.uuid, { ...p.update, uuid: p.uuid }));
-    }
+    await updateFirst(ctx, p, 'rebooting');
     try {
-      await vms.reboot(p.uuid, { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) });
+      await nodeVmadm(ctx).reboot(p.uuid, stopOptions(p));
     } catch (err) {
       if (!(p.idempotent && isNotRunning(err))) throw vmadmError('vmadm.reboot', err);
       ctx.log.warn({ err }, 'ignoring vmadm.reboot() failure, idempotent flag set');

@@ -18,10 +18,9 @@
  */
 import type net from 'node:net';
 import type { TaskContext } from '../types.js';
-import { LineReader, MigrationListener, writeEvent } from './migration-listener.js';
+import { LineReader, MigrationListener, PROCESS_VERSION, refuse, respond, writeEvent } from './migration-listener.js';
 import { migrationState, SNAPSHOT_PREFIX, vmOfDataset, type MigrationState } from './migration-state.js';
 
-const VERSION = '1.0.0';
 const MAX_HEADER = 64 * 1024;
 
 /** The first line of the stand-in send stream. */
@@ -49,23 +48,16 @@ export class MigrationReceiver extends MigrationListener {
   }
 
   protected onCommand(sock: net.Socket, event: Record<string, unknown>, reader: LineReader): void {
-    const reply = (extra: Record<string, unknown> = {}): void =>
-      writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId, ...extra });
-    const fail = (message: string, extra: Record<string, unknown> = {}): void =>
-      writeEvent(sock, { type: 'error', command: event.command, eventId: event.eventId, message, ...extra });
+    const reply = (extra: Record<string, unknown> = {}): void => respond(sock, event, extra);
     const fs = typeof event.zfsFilesystem === 'string' ? event.zfsFilesystem : undefined;
     switch (event.command) {
       case 'stop':
-        this.log.info('commandStop');
-        reply();
-        this.end();
-        return;
+        return this.commandStop(sock, event);
       case 'ping':
-        reply({ pid: this.pid, version: VERSION });
-        return;
+        return this.commandPing(sock, event);
       case 'rate':
       case 'status':
-        fail('Not Implemented', { version: VERSION });
+        refuse(sock, event, 'Not Implemented', { version: PROCESS_VERSION });
         return;
       case 'get-zfs-resume-token':
         if (!fs) return this.badCommand(sock, event);
@@ -91,7 +83,7 @@ export class MigrationReceiver extends MigrationListener {
         return;
       default:
         this.log.error({ event }, 'Unknown command');
-        fail('Unknown command', { version: VERSION });
+        refuse(sock, event, 'Unknown command', { version: PROCESS_VERSION });
     }
   }
 
@@ -99,7 +91,7 @@ export class MigrationReceiver extends MigrationListener {
   private saved(sock: net.Socket, event: Record<string, unknown>, then: () => void): void {
     this.mstate.save().then(then, (err: unknown) => {
       this.log.error({ err }, 'cannot save the migration snapshots');
-      writeEvent(sock, { type: 'error', command: event.command, eventId: event.eventId, message: `zfs error: ${String(err)}` });
+      refuse(sock, event, `zfs error: ${String(err)}`);
     });
   }
 
@@ -135,7 +127,7 @@ export class MigrationReceiver extends MigrationListener {
     const error = (message: string, stderr: string): void => {
       if (failed) return;
       failed = true;
-      writeEvent(sock, { type: 'error', command: event.command, eventId: event.eventId, message, stderr });
+      refuse(sock, event, message, { stderr });
     };
     reader.takeRaw((chunk) => {
       this.touch();
@@ -181,6 +173,6 @@ export class MigrationReceiver extends MigrationListener {
       });
     });
     // The sender waits for this before it starts sending.
-    writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId });
+    respond(sock, event);
   }
 }

@@ -21,11 +21,10 @@
  */
 import net from 'node:net';
 import type { TaskContext } from '../types.js';
-import { LineReader, MigrationListener, writeEvent } from './migration-listener.js';
+import { LineReader, MigrationListener, refuse, respond, writeEvent } from './migration-listener.js';
 import { datasetsToSync, migrationState, sendSize, SNAPSHOT_PREFIX, type MigrationState } from './migration-state.js';
 import type { StreamHeader } from './migrate-receive.js';
 
-const VERSION = '1.0.0';
 const SYNC_ABORT_MSG = 'Sync was aborted';
 const RECEIVER_TIMEOUT_MS = 5 * 60 * 1000;
 const CHUNK = Buffer.alloc(64 * 1024);
@@ -196,21 +195,16 @@ export class MigrationSender extends MigrationListener {
       this.kill();
       return;
     }
-    const reply = (extra: Obj = {}): void => writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId, ...extra });
     switch (event.command) {
       case 'end':
       case 'stop':
-        this.log.debug('commandStop');
-        reply();
-        this.end();
-        return;
+        return this.commandStop(sock, event);
       case 'ping':
-        reply({ pid: this.pid, version: VERSION });
-        return;
+        return this.commandPing(sock, event);
       case 'set-record':
         if (!isObj(event.record)) return this.kill();
         this.record = event.record;
-        reply();
+        respond(sock, event);
         return;
       case 'watch':
         if (!this.watch(sock)) this.kill();
@@ -225,12 +219,7 @@ export class MigrationSender extends MigrationListener {
 
   private commandSync(sock: net.Socket, event: Obj): void {
     if (this.syncRunning) {
-      writeEvent(sock, {
-        type: 'error',
-        command: event.command,
-        eventId: event.eventId,
-        message: 'sync error: sync handler was already configured',
-      });
+      refuse(sock, event, 'sync error: sync handler was already configured');
       this.end();
       return;
     }
@@ -245,17 +234,11 @@ export class MigrationSender extends MigrationListener {
       () => {
         this.sendProgress(false, true);
         this.log.info('sync command finished successfully');
-        writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId });
+        respond(sock, event);
       },
       (err: Error) => {
         this.log.error({ err }, 'commandSync failed - ending source process');
-        writeEvent(sock, {
-          type: 'error',
-          command: event.command,
-          err: { message: err.message },
-          eventId: event.eventId,
-          message: `sync error: ${err.message}`,
-        });
+        refuse(sock, event, `sync error: ${err.message}`, { err: { message: err.message } });
         this.end();
       },
     );

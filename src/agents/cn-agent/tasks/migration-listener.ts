@@ -22,9 +22,22 @@ export interface SetupCompleted extends Record<string, unknown> {
   port: number;
 }
 
+/** What both processes report as their version (`ping`, errors). */
+export const PROCESS_VERSION = '1.0.0';
+
 export function writeEvent(sock: net.Socket, event: Record<string, unknown>): void {
   if (sock.destroyed || !sock.writable) return;
   sock.write(`${JSON.stringify(event)}\n`);
+}
+
+/** A command's answer: `{type: 'response', command, eventId, ...extra}`. */
+export function respond(sock: net.Socket, event: Record<string, unknown>, extra: Record<string, unknown> = {}): void {
+  writeEvent(sock, { type: 'response', command: event.command, eventId: event.eventId, ...extra });
+}
+
+/** A command's failure: `{type: 'error', command, eventId, message, ...extra}`. */
+export function refuse(sock: net.Socket, event: Record<string, unknown>, message: string, extra: Record<string, unknown> = {}): void {
+  writeEvent(sock, { type: 'error', command: event.command, eventId: event.eventId, message, ...extra });
 }
 
 /**
@@ -87,18 +100,16 @@ export abstract class MigrationListener implements MigrationProcess {
     ctx: TaskContext,
     readonly vmUuid: string,
   ) {
+    const forget = ctx.untilDetach(() => this.kill());
     const state = migrationState(ctx);
     this.pid = state.nextPid++;
     this.log = ctx.log;
     this.server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(sock));
     this.server.on('error', (err) => this.log.warn({ err }, 'migration listener error'));
     state.processes.set(this.pid, this);
-    const onDetach = (ctx.state.onDetach ??= new Set());
-    const close = (): void => this.kill();
-    onDetach.add(close);
     this.unregister = () => {
       state.processes.delete(this.pid);
-      onDetach.delete(close);
+      forget();
     };
   }
 
@@ -149,6 +160,18 @@ export abstract class MigrationListener implements MigrationProcess {
       this.kill();
     }, IDLE_LIMIT_MS);
     this.idleTimer.unref();
+  }
+
+  /** `stop` (the sender's `end` too): answered, then the process ends. */
+  protected commandStop(sock: net.Socket, event: Record<string, unknown>): void {
+    this.log.info('commandStop');
+    respond(sock, event);
+    this.end();
+  }
+
+  /** `ping`: the process's pid and version. */
+  protected commandPing(sock: net.Socket, event: Record<string, unknown>): void {
+    respond(sock, event, { pid: this.pid, version: PROCESS_VERSION });
   }
 
   /** Called once when the process ends (abort work in progress). */

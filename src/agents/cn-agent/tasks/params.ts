@@ -78,15 +78,6 @@ export function optArrayParam(p: TaskParams, key: string): unknown[] | undefined
   return v;
 }
 
-export function stringArrayParam(p: TaskParams, key: string): string[] {
-  const v = p[key];
-  if (v === undefined) throw invalid(`Missing key '${key}' in params`);
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) {
-    throw invalid(`params.${key} must be an array of strings`);
-  }
-  return v as string[];
-}
-
 /** A snapshot name as vmadm accepts it (64 chars of [A-Za-z0-9_.:%-]); never a path. */
 export function snapshotNameParam(p: TaskParams, key = 'snapshot_name'): string {
   const v = stringParam(p, key);

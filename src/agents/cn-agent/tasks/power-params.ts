@@ -1,10 +1,13 @@
 /**
  * The params of machine_boot, machine_shutdown and machine_reboot: the VM, `idempotent`
- * (starting a running VM / stopping a stopped one is not an error), `force`, `timeout` and an
- * optional `update` applied first (boot, reboot).
+ * (rebooting a VM that is not running is then no error), `force`, `timeout` and an optional
+ * `update` applied first (boot, reboot); and what the tasks do with them.
  */
-import type { TaskParams } from '../types.js';
+import type { StopOptions } from '../../../vmadm/types.js';
+import type { TaskContext, TaskParams } from '../types.js';
+import { nodeVmadm } from './node-vmadm.js';
 import { flagParam, invalid, optObjectParam, uuidParam } from './params.js';
+import { vmadmCall } from './vm-common.js';
 
 export interface PowerParams {
   uuid: string;
@@ -34,4 +37,16 @@ export function validatePower(p: TaskParams): PowerParams {
   const update = optObjectParam(p, 'update');
   if (update) out.update = update;
   return out;
+}
+
+/** `vmadm stop` / `vmadm reboot`'s `-F` and `-t`. */
+export function stopOptions(p: PowerParams): StopOptions {
+  return { force: p.force, ...(p.timeout !== undefined ? { timeout: p.timeout } : {}) };
+}
+
+/** The params' `update`, applied before the VM is started (`before` says how, for the log). */
+export async function updateFirst(ctx: TaskContext, p: PowerParams, before: 'starting' | 'rebooting'): Promise<void> {
+  if (!p.update) return;
+  ctx.log.info(`Updating vm before ${before}`);
+  await vmadmCall('vmadm.update', () => nodeVmadm(ctx).update(p.uuid, p.update!));
 }

@@ -8,9 +8,10 @@
  * (`PUT /pivtokens/<pivtoken>/recovery-tokens`) when a KBMAPI URL is configured.
  */
 import { createHash } from 'node:crypto';
+import { repeatableUuidFromHex } from '../../../common/uuid.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, optStringParam } from './params.js';
-import { readCnSysinfo, writeCnSysinfo } from './sysinfo-file.js';
+import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from './sysinfo-file.js';
 import { messageOf } from './vm-common.js';
 
 interface RecoveryParams {
@@ -23,16 +24,6 @@ interface RecoveryParams {
 
 function sha512hex(s: string): string {
   return createHash('sha512').update(s).digest('hex');
-}
-
-/** The name-based UUID the real task derives from a hex digest (variant and version bits set). */
-export function repeatableUuidFromHex(hex: string): string {
-  const buf = Buffer.from(hex, 'hex');
-  if (buf.length < 16) return '';
-  buf[8] = (buf[8]! & 0x3f) | 0xa0;
-  buf[6] = (buf[6]! & 0x0f) | 0x50;
-  const h = buf.toString('hex', 0, 16);
-  return [h.slice(0, 8), h.slice(8, 12), h.slice(12, 16), h.slice(16, 20), h.slice(20, 32)].join('-');
 }
 
 export const recoveryConfig = defineTask<RecoveryParams>({
@@ -96,7 +87,7 @@ export const recoveryConfig = defineTask<RecoveryParams>({
       throw fail(messageOf(err));
     }
     ctx.progress(75);
-    await ctx.cn.reloadSysinfo().catch((err: unknown) => ctx.log.warn({ err }, 'sysinfo written but not reloaded'));
+    await reloadSysinfo(ctx.cn, ctx.log);
 
     const kbmapi = ctx.env.kbmapiUrl;
     if (!kbmapi) {

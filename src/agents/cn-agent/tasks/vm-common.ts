@@ -9,7 +9,7 @@ import { TaskError, type TaskContext } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
 
 /** restCodes vmadm sets on purpose (not the generic catalogue codes). */
-const MEANINGFUL_REST_CODES = new Set(['VmNotFound', 'SnapshotNotFound', 'EALREADYRUNNING', 'ENOTRUNNING', 'ESRCH']);
+const MEANINGFUL_REST_CODES = new Set(['VmNotFound', 'SnapshotNotFound']);
 
 export function restCodeOf(err: unknown): string | undefined {
   if (!isMockcloudError(err)) {
@@ -54,21 +54,9 @@ export async function vmadmCall<T>(what: string, fn: () => Promise<T>): Promise<
 }
 
 /**
- * vmadm start on a running VM (EALREADYRUNNING), stop/kill on a stopped one (ENOTRUNNING,
- * ESRCH): what `idempotent` tasks ignore.
+ * A reboot or kill of a VM that is not running, as the store refuses it: what `idempotent`
+ * machine_reboot and machine_kill ignore.
  */
-export function isAlreadyRunning(err: unknown): boolean {
-  return restCodeOf(err) === 'EALREADYRUNNING' || /is already 'running'/.test(messageOf(err));
-}
-
 export function isNotRunning(err: unknown): boolean {
-  const code = restCodeOf(err);
-  if (code === 'ENOTRUNNING' || code === 'ESRCH') return true;
-  const msg = messageOf(err);
-  return /already not 'running'|must be "running"|Cannot find running init PID/.test(msg);
-}
-
-/** The uuid-keyed locks of a task on one VM. */
-export function vmLock(params: { uuid: string }): string[] {
-  return [params.uuid];
+  return /must be "running"|Cannot find running init PID/.test(messageOf(err));
 }
