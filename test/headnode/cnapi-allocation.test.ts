@@ -131,19 +131,30 @@ describe('dev CNAPI allocation (POST /allocate, POST /capacity)', () => {
     }
   });
 
-  it('counts what it already allocated until the server reports the VM', async () => {
+  // sdc-cnapi allocations.js getOpenProvisioningTickets and sdc-designation calculate-ticketed-vms:
+  // DAPI adds the VMs of open `vm`/`provision` waitlist tickets (VMAPI takes one per provision),
+  // and only those: an allocation leaves nothing behind by itself.
+  it('counts the VMs of open provision tickets, and nothing an allocation did not ticket', async () => {
     const small = await env.register({ memoryMiB: 4096 });
     // 4096 MiB less the 15% reservation leaves 3481 MiB: one 2 GiB VM fits, a second does not.
-    const first = await raw<Obj>(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
+    const big = (): Obj => request({ servers: [small], vm: { ...request().vm, ram: 2048 } });
+    const first = await raw<Obj>(env.client, 'post', '/allocate', big());
     expect(first.body.server.uuid).toBe(small);
     expect(first.body.server.unreserved_ram).toBe(3481);
-    const ticketed = (first.body.steps as { step: string; remaining: string[] }[]).find(
-      (s) => s.step === 'Add VMs which have open provisioning tickets',
-    );
-    expect(ticketed?.remaining).toEqual([small]);
-    const second = await rawError(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
-    expect(second.statusCode).toBe(409);
-    expect(second.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');
+    expect((await raw<Obj>(env.client, 'post', '/allocate', big())).body.server.uuid).toBe(small);
+
+    const vmUuid = randomUUID();
+    const ticket = await call<{ uuid: string }>(env.client, 'waitlistTicketCreate', small, {
+      scope: 'vm', id: vmUuid, action: 'provision', expires_at: new Date(Date.now() + 60_000).toISOString(),
+      extra: { owner_uuid: OWNER, max_physical_memory: 2048, cpu_cap: 100, quota: 10, brand: 'joyent' },
+    });
+    const ticketed = await rawError(env.client, 'post', '/allocate', big());
+    expect(ticketed.statusCode).toBe(409);
+    expect(ticketed.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');
+
+    await call(env.client, 'waitlistTicketRelease', ticket.uuid);
+    const released = await raw<Obj>(env.client, 'post', '/allocate', big());
+    expect(released.body.server.uuid).toBe(small);
   });
 
   it("reports spare capacity per setup server (the headnode's too) in DAPI's units", async () => {

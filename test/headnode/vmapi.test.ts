@@ -189,15 +189,29 @@ describe('dev headnode VMAPI', () => {
       expect(job.execution).toBe('succeeded');
       expect(job.name).toBe('provision-8.2.4');
       expect(job.params.vm_uuid).toBe(vm_uuid);
+      // The provision-8.2.4 chain of sdc-vmapi lib/workflows/provision.js, step for step.
       expect(job.chain_results.map((r: { name: string }) => r.name)).toEqual([
         'common.validate_params',
+        'workflow.set_job_action',
+        'imgapi.generate_passwords',
+        'cnapi.acquire_fabric_nat_tickets',
+        'napi.provision_fabric_nats',
         'cnapi.ensure_image',
         'cnapi.wait_task_ensure_image',
+        'cnapi.wait_for_fabric_nat_provisions',
+        'volapi.provision_nfs_volumes',
+        'cnapi.wait_for_nfs_volumes_provisions',
+        'cnapi.build_nfs_volumes_metadata',
         'prepare_payload',
         'cnapi.provision_vm',
         'cnapi.wait_task',
+        'volapi.add_volumes_references',
         'vmapi.put_vm',
+        'fwapi.update',
+        'cnapi.release_vm_ticket',
+        'cnapi.release_fabric_nat_tickets',
       ]);
+      expect(job.chain_results.every((r: { error: string }) => r.error === '')).toBe(true);
 
       const vm = await call<Record<string, any>>(env.vm, 'getVm', { uuid: vm_uuid });
       expect(vm).toMatchObject({
@@ -255,27 +269,71 @@ describe('dev headnode VMAPI', () => {
       expect(job.execution).toBe('succeeded');
     });
 
-    // DAPI's soft locality spreads one owner's VMs over the servers (sdc-designation
-    // soft-filter-locality-hints), counting provisions not yet reported (calculate-ticketed-vms).
-    it("spreads an owner's provisions over the servers", async () => {
-      const owner = randomUUID();
-      const placed = new Set<string>();
-      for (let i = 0; i < 2; i++) {
-        const { vm_uuid } = await provision(env, { ram: 1024, owner_uuid: owner });
-        placed.add((await call<{ server_uuid: string }>(env.vm, 'getVm', { uuid: vm_uuid })).server_uuid);
+    // sdc-vmapi lib/endpoints/vms.js allocateServer: the server is chosen under CNAPI's global
+    // allocation ticket, and a `vm`/`provision` ticket on that server (with the VM's resources in
+    // `extra`) stays open until the provision job's cnapi.release_vm_ticket.
+    it('takes the allocation ticket and a provision ticket on the chosen server, released by the job', async () => {
+      const { vm_uuid, job } = await provision(env, { ram: 512 });
+      const server = (await call<{ server_uuid: string }>(env.vm, 'getVm', { uuid: vm_uuid })).server_uuid;
+      const tickets = (await raw<Record<string, any>[]>(env.cn, 'get', `/servers/${server}/tickets`)).body;
+      const mine = tickets.find((t) => t.id === vm_uuid)!;
+      expect(mine).toMatchObject({ scope: 'vm', action: 'provision', status: 'finished', server_uuid: server });
+      expect(mine.extra).toMatchObject({ owner_uuid: OWNER, max_physical_memory: 512, brand: 'joyent-minimal' });
+      expect(job.params.vmTicket).toMatchObject({ uuid: mine.uuid, scope: 'vm', id: vm_uuid });
+      const alloc = (await raw<Record<string, any>[]>(env.cn, 'get', '/servers/default/tickets')).body;
+      expect(alloc.length).toBeGreaterThan(0);
+      expect(alloc.every((t) => t.scope === 'vm-allocate' && t.id === 'global' && t.status === 'finished')).toBe(true);
+    });
+
+    // DAPI counts the VMs of open provision tickets (sdc-designation calculate-ticketed-vms): a
+    // server whose RAM an in-flight provision holds is not chosen.
+    it('places a provision away from a server an open provision ticket fills', async () => {
+      const [full, free] = env.servers as [string, string];
+      const ticket = await call<{ uuid: string }>(env.cn, 'waitlistTicketCreate', full, {
+        scope: 'vm', id: randomUUID(), action: 'provision', expires_at: new Date(Date.now() + 60_000).toISOString(),
+        extra: { owner_uuid: OWNER, max_physical_memory: 6000, cpu_cap: 100, quota: 10, brand: 'joyent' },
+      });
+      try {
+        const { vm_uuid } = await provision(env, { ram: 2048 });
+        expect((await call<{ server_uuid: string }>(env.vm, 'getVm', { uuid: vm_uuid })).server_uuid).toBe(free);
+      } finally {
+        await call(env.cn, 'waitlistTicketRelease', ticket.uuid);
       }
-      expect(placed.size).toBe(2);
+    });
+
+    // sdc-vmapi lib/endpoints/vms.js createVm: DAPI runs inside CreateVm, so "no server" is the
+    // HTTP answer (CNAPI's error relayed), and both tickets are released.
+    it("answers a provision no server can take with CNAPI's 409, leaving no NIC or open ticket", async () => {
+      const nicsBefore = env.peers.nics.size;
+      const err = await callError(env.vm, 'createVm', {
+        owner_uuid: OWNER, image_uuid: IMAGE, brand: 'joyent', ram: 128, networks: [EXTERNAL],
+        internal_metadata: { force_designation_failure: true },
+      });
+      expect(err.statusCode).toBe(409);
+      expect(err.body).toEqual({ code: 'NoAllocatableServersError', message: 'No compute resources available: forced failure' });
+      expect(env.peers.nics.size).toBe(nicsBefore);
+      const alloc = (await raw<Record<string, any>[]>(env.cn, 'get', '/servers/default/tickets')).body;
+      expect(alloc.every((t) => t.status === 'finished')).toBe(true);
     });
 
     it('refuses invalid provisions with ValidationFailed naming each field', async () => {
-      const err = await callError(env.vm, 'createVm', { brand: 'zebra', networks: [] as unknown[] });
+      // sdc-vmapi lib/common/validation.js validateCreateVmParams: every field, in VM_FIELDS order.
+      const err = await callError(env.vm, 'createVm', { brand: 'zebra', owner_uuid: 'nobody' });
       expect(err.statusCode).toBe(409);
-      expect(err.body?.code).toBe('ValidationFailed');
-      const fields = err.body!.errors!.map((e) => e.field).sort();
-      expect(fields).toEqual(expect.arrayContaining(['brand', 'image_uuid', 'owner_uuid', 'ram']));
+      expect(err.body).toEqual({
+        code: 'ValidationFailed',
+        message: 'Invalid VM parameters',
+        errors: [
+          { field: 'brand', code: 'Invalid', message: 'Must be one of: bhyve, joyent, joyent-minimal, kvm, lx' },
+          { field: 'networks', code: 'MissingParameter' },
+          { field: 'owner_uuid', code: 'Invalid', message: 'Invalid UUID' },
+          { field: 'ram', code: 'MissingParameter' },
+          { field: 'image_uuid', code: 'MissingParameter' },
+        ],
+      });
 
       const noNet = await callError(env.vm, 'createVm', { owner_uuid: OWNER, image_uuid: IMAGE, brand: 'joyent', ram: 128 });
-      expect(noNet.body?.errors).toEqual([{ field: 'networks', code: 'MissingParameter', message: 'Missing parameter' }]);
+      expect(noNet.body?.errors).toEqual([{ field: 'networks', code: 'MissingParameter' }]);
 
       const noImage = await callError(env.vm, 'createVm', {
         owner_uuid: OWNER, image_uuid: randomUUID(), brand: 'joyent', ram: 128, networks: [EXTERNAL],
@@ -287,7 +345,7 @@ describe('dev headnode VMAPI', () => {
         owner_uuid: OWNER, image_uuid: IMAGE, brand: 'joyent', ram: 128, networks: [{ name: 'nope' }],
       });
       expect(badNet.statusCode).toBe(422);
-      expect(badNet.body?.message).toBe('No such Network or Pool with id/name: "nope"');
+      expect(badNet.body).toEqual({ code: 'UnprocessableEntityError', message: 'No such Network or Pool with id/name: "nope"' });
 
       const { vm_uuid } = await provision(env, { alias: 'unique1' });
       const dup = await callError(env.vm, 'createVm', {
@@ -394,12 +452,17 @@ describe('dev headnode VMAPI', () => {
       expect((await call<{ image_uuid: string }>(env.vm, 'getVm', { uuid: vm_uuid })).image_uuid).toBe(IMAGE2);
     });
 
-    it('destroys a VM, marks it destroyed and frees its NICs', async () => {
+    // sdc-vmapi lib/workflows/destroy.js: the job deletes the VM on its CN and its NICs; VMAPI learns
+    // the VM is gone from vm-agent, or from a `GET ?sync=true` (there is no vm-agent here).
+    it('destroys a VM, frees its NICs, and shows it destroyed once the CN is asked', async () => {
       const { vm_uuid } = await provision(env);
       const vm = await call<Record<string, any>>(env.vm, 'getVm', { uuid: vm_uuid });
       const job = await action(env, 'deleteVm', { uuid: vm_uuid });
       expect(job.execution).toBe('succeeded');
-      const destroyed = await call<Record<string, any>>(env.vm, 'getVm', { uuid: vm_uuid });
+      expect(job.chain_results.find((r: { name: string }) => r.name === 'vmapi.refresh_vm').result).toBe(
+        'markAsFailedOnError set, not doing sync GET',
+      );
+      const destroyed = await call<Record<string, any>>(env.vm, 'getVm', { uuid: vm_uuid, sync: true });
       expect(destroyed.state).toBe('destroyed');
       expect(typeof destroyed.destroyed).toBe('string');
       expect(env.peers.nics.has(vm.nics[0].mac.replace(/:/g, ''))).toBe(false);
@@ -454,7 +517,9 @@ describe('dev headnode VMAPI', () => {
       const agent = env.agents[env.servers.indexOf(server)]!;
       agent.vms.get(vm_uuid)!.alias = 'renamed-on-cn';
       expect((await call<{ alias?: string }>(env.vm, 'getVm', { uuid: vm_uuid })).alias).not.toBe('renamed-on-cn');
-      expect((await call<{ alias: string }>(env.vm, 'getVm', { uuid: vm_uuid, sync: true })).alias).toBe('renamed-on-cn');
+      // VMAPI answers the sync request with the VM it had, and stores the CN's copy (vms.js getVm).
+      expect((await call<{ alias: string }>(env.vm, 'getVm', { uuid: vm_uuid, sync: true })).alias).not.toBe('renamed-on-cn');
+      expect((await call<{ alias: string }>(env.vm, 'getVm', { uuid: vm_uuid })).alias).toBe('renamed-on-cn');
       agent.vms.delete(vm_uuid);
       expect((await call<{ state: string }>(env.vm, 'getVm', { uuid: vm_uuid, sync: true })).state).toBe('destroyed');
     });

@@ -15,7 +15,6 @@ import type { HeartbeatReconciler } from './heartbeats.js';
 import type { Params } from '../http.js';
 import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
-import type { PendingAllocations } from './allocate.js';
 import type { Allocator } from './dapi/allocator.js';
 import type { Waitlist } from './waitlist.js';
 
@@ -26,7 +25,6 @@ export interface CnapiContext {
   heartbeats: HeartbeatReconciler;
   tasks: TaskRegistry;
   dispatcher: CnAgentDispatcher;
-  allocations: PendingAllocations;
   /** Waitlist tickets (`/servers/:uuid/tickets`, `/tickets/:uuid`). */
   waitlist: Waitlist;
   /** Persist the waitlist before answering. */

@@ -1,8 +1,8 @@
 /**
  * The dev headnode's VMAPI: the VM store vm-agent and the workflows write, ListVms/GetVm
- * for consumers, and the VM actions as in-process jobs that drive CNAPI, NAPI and IMGAPI
- * over HTTP exactly as VMAPI's workflows do. State (VMs, jobs) lives in two documents of
- * the headnode store.
+ * for consumers, metadata and role tags, and the VM actions as in-process jobs that drive
+ * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
+ * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
@@ -12,9 +12,12 @@ import type { VmapiContext } from './context.js';
 import { JobRunner } from './jobs.js';
 import { Peers } from './peers.js';
 import { mountJobRoutes } from './routes-jobs.js';
+import { mountMetadataRoutes } from './routes-metadata.js';
+import { mountRoleTagRoutes } from './routes-role-tags.js';
 import { mountVmRoutes } from './routes-vms.js';
 import { VmRegistry } from './vms.js';
-import { workflows, type WorkflowEnv } from './workflows.js';
+import type { WorkflowEnv } from './workflow-steps.js';
+import { workflows } from './workflows.js';
 
 export interface VmapiServiceOptions {
   log: Logger;
@@ -46,7 +49,7 @@ export class VmapiService {
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
     });
-    this.vmDoc = opts.store.document('vmapi-vms', () => ({ vms: this.vms.snapshot() }), { lazyDelayMs: 200 });
+    this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
     // Jobs: the newest 5000 are kept, saved at most once a second (nobody waits on them).
     this.jobDoc = opts.store.document('vmapi-jobs', () => ({ jobs: this.jobs.snapshot() }), { lazyDelayMs: 1000 });
     this.jobs = new JobRunner({
@@ -66,8 +69,7 @@ export class VmapiService {
   }
 
   async start(opts: { host: string; port: number }): Promise<void> {
-    const vdoc = (await this.vmDoc.load()) as { vms?: unknown } | undefined;
-    this.vms.restore(vdoc?.vms);
+    this.vms.restore(await this.vmDoc.load());
     const jdoc = (await this.jobDoc.load()) as { jobs?: unknown } | undefined;
     this.jobs.restore(jdoc?.jobs);
 
@@ -90,6 +92,8 @@ export class VmapiService {
     const server = createServer({ name: 'vmapi', log: this.log });
     mountVmRoutes(server, ctx);
     mountJobRoutes(server, ctx);
+    mountRoleTagRoutes(server, ctx);
+    mountMetadataRoutes(server, ctx);
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, vms: this.vms.size }, 'VMAPI listening');
