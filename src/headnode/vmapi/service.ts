@@ -6,7 +6,7 @@
  */
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
+import { closeServer, createServer, listen, type Req, type Res, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import type { VmapiContext } from './context.js';
 import { JobRunner } from './jobs.js';
@@ -18,6 +18,19 @@ import { mountVmRoutes } from './routes-vms.js';
 import { VmRegistry } from './vms.js';
 import type { WorkflowEnv } from './workflow-steps.js';
 import { workflows } from './workflows.js';
+
+/**
+ * VMAPI's curl user-agent plug-in (sdc-vmapi lib/restify-plugins/curl-user-agent.js): curl gets
+ * `Connection: close`, and no Content-Length on a HEAD answer (curl would wait for the body).
+ */
+function curlUserAgent(req: Req, res: Res, next: () => void): void {
+  const ua = req.headers['user-agent'];
+  if (ua && /^curl.+/.test(ua)) {
+    res.setHeader('Connection', 'close');
+    if (req.method === 'HEAD') res.once('header', () => res.removeHeader('content-length'));
+  }
+  next();
+}
 
 export interface VmapiServiceOptions {
   log: Logger;
@@ -90,6 +103,7 @@ export class VmapiService {
       saveVms: () => this.vmDoc.save(),
     };
     const server = createServer({ name: 'vmapi', log: this.log });
+    server.pre(curlUserAgent);
     mountVmRoutes(server, ctx);
     mountJobRoutes(server, ctx);
     mountRoleTagRoutes(server, ctx);
