@@ -80,6 +80,30 @@ export interface IpRecord {
   owner_uuid?: string;
   /** When it was last unassigned: freed addresses are reused oldest first. */
   freed_at?: number;
+  /** Written by UpdateIP (kept in the snapshot; other records are rebuilt from networks and NICs). */
+  explicit?: boolean;
+}
+
+/** A network pool (napi_network_pools): networks of one family that provisioning picks from. */
+export interface NetworkPoolRecord {
+  uuid: string;
+  name: string;
+  description?: string;
+  networks: string[];
+  owner_uuids?: string[];
+  family: 'ipv4' | 'ipv6';
+  etag: string;
+}
+
+/** A link aggregation of a server's NICs (napi_aggregations). */
+export interface AggregationRecord {
+  id: string;
+  belongs_to_uuid: string;
+  name: string;
+  macs: number[];
+  lacp_mode: string;
+  nic_tags_provided?: string[];
+  etag: string;
 }
 
 /** A moray-like etag: CRC32 of the stored value, 8 upper-case hex digits. */

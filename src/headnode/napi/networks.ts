@@ -7,10 +7,10 @@
  */
 import { newUuid } from '../../common/uuid.js';
 import { MockcloudError } from '../../common/errors.js';
-import { broadcastAddress, cidrContains, formatMac, parseCidr, parseIpv4 } from './addr.js';
+import { broadcastAddress, cidrContains, formatMac, networkAddress, parseCidr, parseIpv4, type Cidr } from './addr.js';
 import type { NapiContext } from './context.js';
-import { duplicateParam, inUseError, invalidParam, invalidParamsError, missingParam, notFound, type NapiFieldError } from './errors.js';
-import { cidrOf, etagOf, serializeIp, type IpRecord, type NetworkRecord } from './model.js';
+import { duplicateParam, inUseError, invalidParam, invalidParamsError, missingParam, notFound, usedByParam, type NapiFieldError } from './errors.js';
+import { cidrOf, etagOf, type NetworkRecord } from './model.js';
 import {
   arrayify,
   bool,
@@ -117,19 +117,28 @@ function nicTagExists(ctx: StateCtx, name: string, v: unknown): string {
   return tags[0];
 }
 
-function uuidPrefix(_: unknown, name: string, v: unknown): string {
+/** restify-warden's `validateUUIDPrefix` (a plain non-UUID names its field "Invalid UUID", as warden does). */
+export function uuidPrefix(_: unknown, name: string, v: unknown): string {
   if (typeof v !== 'string') throw problem(invalidParam(name, 'must be a string'));
+  if (v.length > 64) throw problem(invalidParam(name, 'must not be longer than 64 characters'));
   if (v.trim() === '') throw problem(invalidParam(name, 'must not be empty'));
   const stars = (v.match(/\*/g) ?? []).length;
   if (stars > 1) throw problem(invalidParam(name, 'need only 1 wildcard'));
   if (stars === 1 && !v.endsWith('*')) throw problem(invalidParam(name, 'only UUID prefixes are allowed'));
   if (stars === 1 && !/^[0-9a-f*-]+$/.test(v)) throw problem(invalidParam(name, 'UUID prefix has invalid chars'));
-  if (stars === 0) uuid(null, name, v);
+  if (stars === 0 && !/^[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$/i.test(v)) {
+    throw problem(invalidParam('Invalid UUID'));
+  }
   return v;
 }
 
 /** Range, gateway and MTU checks shared by create and update (validateProvisionRange). */
-function checkRange(ctx: StateCtx, net: Pick<NetworkRecord, 'subnet_start' | 'subnet_bits' | 'nic_tag'>, parsed: Record<string, unknown>): void {
+function checkRange(
+  ctx: StateCtx,
+  net: Pick<NetworkRecord, 'subnet_start' | 'subnet_bits' | 'nic_tag'>,
+  parsed: Record<string, unknown>,
+  self?: string,
+): void {
   const cidr = cidrOf(net as NetworkRecord);
   const errs: NapiFieldError[] = [];
   const start = parsed.provision_start_ip as number | undefined;
@@ -165,6 +174,28 @@ function checkRange(ctx: StateCtx, net: Pick<NetworkRecord, 'subnet_start' | 'su
     if (tag && tag.mtu < parsed.mtu) errs.push(invalidParam('mtu', 'network mtu must be under nic_tag mtu'));
   }
   if (errs.length > 0) throw problem(errs);
+  checkOverlap(ctx, cidr, self);
+}
+
+/** RFC 1918 (private) IPv4 subnets may overlap: they can sit on separate physical networks. */
+function isRfc1918(c: Cidr): boolean {
+  const inside = (net: number, bits: number): boolean => c.bits >= bits && networkAddress(c.start, bits) === net;
+  return inside(0x0a000000, 8) || inside(0xac100000, 12) || inside(0xc0a80000, 16);
+}
+
+/** `validateProvisionRange`'s last check: any other network whose subnet overlaps this one. */
+function checkOverlap(ctx: StateCtx, cidr: Cidr, self: string | undefined): void {
+  if (isRfc1918(cidr)) return;
+  const end = broadcastAddress(cidr);
+  const overlapping = [...ctx.state.networks.values()]
+    .filter((n) => n.uuid !== self)
+    .filter((n) => {
+      const c = cidrOf(n);
+      return c.start <= end && broadcastAddress(c) >= cidr.start;
+    })
+    .map((n) => usedByParam('subnet', 'network', n.uuid, 'subnet overlaps with another network'))
+    .sort((a, b) => (String(a.id) < String(b.id) ? -1 : 1));
+  if (overlapping.length) throw problem(overlapping);
 }
 
 const CREATE_SCHEMA: Schema<StateCtx> = {
@@ -339,7 +370,7 @@ export async function updateNetwork(ctx: NapiContext, existing: NetworkRecord, p
           gateway: parsed.gateway,
           mtu: parsed.mtu,
         };
-        checkRange(c, existing, merged);
+        checkRange(c, existing, merged, existing.uuid);
       },
     ],
   };
@@ -394,30 +425,4 @@ export async function deleteNetwork(ctx: NapiContext, existing: NetworkRecord): 
   ctx.state.removeNetwork(existing.uuid);
   await ctx.commit();
   ctx.publish({ changeKind: { resource: 'network', subResources: ['delete'] }, changedResourceId: existing.uuid });
-}
-
-// --- IPs
-
-const IP_LIST_SCHEMA: Schema<unknown> = {
-  strict: true,
-  optional: { belongs_to_type: string, belongs_to_uuid: uuid, owner_uuid: uuid, limit, offset },
-};
-
-export function listIps(ctx: NapiContext, net: NetworkRecord, params: Record<string, unknown>): Record<string, unknown>[] {
-  const parsed = validateParams(IP_LIST_SCHEMA, null, params);
-  const recs = ctx.state.ipRecords(net.uuid).filter((r: IpRecord) => {
-    for (const p of ['belongs_to_type', 'belongs_to_uuid', 'owner_uuid'] as const) {
-      if (parsed[p] !== undefined && r[p] !== parsed[p]) return false;
-    }
-    return true;
-  });
-  return page(recs, parsed).map((r) => serializeIp(r, net.uuid));
-}
-
-/** `GET /networks/:uuid/ips/:ip`: an address inside the subnet, recorded or not. */
-export function getIp(ctx: NapiContext, net: NetworkRecord, ipText: unknown): Record<string, unknown> {
-  const ip = parseIpv4(ipText);
-  if (ip === undefined) throw notFound('Invalid IP address');
-  if (!cidrContains(cidrOf(net), ip)) throw notFound('IP is not in subnet');
-  return serializeIp(ctx.state.getIp(net.uuid, ip) ?? { ip, reserved: false }, net.uuid);
 }
