@@ -4,9 +4,14 @@
  * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
  * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
+import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { closeServer, createServer, listen, type Req, type Res, type RestifyServer } from '../http.js';
+import { closeServer, createServer, listen, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
+import { VMAPI_CHANGEFEED_RESOURCES, vmChange } from './changefeed.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import type { VmapiContext } from './context.js';
 import { JobRunner } from './jobs.js';
@@ -45,7 +50,8 @@ export interface VmapiServiceOptions {
 export class VmapiService {
   private readonly log: Logger;
   private readonly http: JsonHttpClient;
-  private readonly vms = new VmRegistry();
+  private readonly changefeed: ChangefeedPublisher;
+  private readonly vms: VmRegistry;
   private readonly jobs: JobRunner;
   private readonly vmDoc: StateDocument;
   private readonly jobDoc: StateDocument;
@@ -55,6 +61,11 @@ export class VmapiService {
 
   constructor(opts: VmapiServiceOptions) {
     this.log = opts.log.child({ component: 'vmapi' });
+    this.changefeed = new ChangefeedPublisher({ log: this.log, resources: VMAPI_CHANGEFEED_RESOURCES });
+    this.vms = new VmRegistry((oldVm, newVm) => {
+      const item = vmChange(oldVm, newVm);
+      if (item) this.changefeed.publish(item);
+    });
     this.http = new JsonHttpClient({ maxSockets: 512, timeoutMs: 60_000, userAgent: 'vmapi/9.16.0 (mockcloud)' });
     const trim = (u: string): string => u.replace(/\/+$/, '');
     this.peers = new Peers(this.http, {
@@ -108,6 +119,11 @@ export class VmapiService {
     mountJobRoutes(server, ctx);
     mountRoleTagRoutes(server, ctx);
     mountMetadataRoutes(server, ctx);
+    server.get({ path: CHANGEFEED_PATH, name: 'changefeeds' }, route(this.log, () => ok(this.changefeed.resourcesBody())));
+    server.get({ path: CHANGEFEED_STATS_PATH, name: 'changefeeds_stats' }, route(this.log, () => ok(this.changefeed.statsBody())));
+    server.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!this.changefeed.handleUpgrade(req, socket, head)) socket.destroy();
+    });
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, vms: this.vms.size }, 'VMAPI listening');
@@ -115,6 +131,7 @@ export class VmapiService {
 
   async stop(): Promise<void> {
     this.jobs.stop();
+    this.changefeed.close();
     if (this.server) await closeServer(this.server);
     this.server = undefined;
     this.http.close();

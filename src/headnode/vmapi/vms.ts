@@ -70,6 +70,9 @@ export class VmRegistry {
   private readonly vms = new Map<string, Entry>();
   private readonly roleTags = new Map<string, string[]>();
 
+  /** `onPut(old, new)` runs after every put (VMAPI publishes the change on its changefeed). */
+  constructor(private readonly onPut: (oldVm: VmObject | undefined, newVm: VmObject) => void = () => {}) {}
+
   get size(): number {
     return this.vms.size;
   }
@@ -89,7 +92,9 @@ export class VmRegistry {
   put(vm: Obj & { uuid: string }): VmObject {
     const stored = translateVm(vm, false);
     for (const k of DEPRECATED_FIELDS) delete stored[k];
+    const old = this.vms.get(stored.uuid)?.vm;
     this.vms.set(stored.uuid, { vm: stored });
+    this.onPut(old, stored);
     return stored;
   }
 
