@@ -46,5 +46,6 @@ export function serversForDapi(
     .filter((r) => !opts.uuids || opts.uuids.includes(r.uuid))
     .filter((r) => !opts.unreservedOnly || r.reserved === false)
     .filter((r) => !opts.filterHeadnode || r.headnode === false)
-    .map((r) => dapiServer(r, { status: true, sysinfo: true, memory: true, disk: true }));
+    // DAPI counts the VMs of each server's last status report (reportedVms), so they come along.
+    .map((r) => dapiServer(r, { status: true, sysinfo: true, memory: true, disk: true, vms: true }));
 }
