@@ -4,6 +4,7 @@
  * an interface name (`<server>-<name>` is the id), their checks (known MACs of one server's
  * NICs, an interface name ending in a number, LACP modes, duplicate names), list filters,
  * update and delete, with the changefeed items NAPI publishes.
+ * Follows sdc-napi test/integration/aggregations.test.js.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

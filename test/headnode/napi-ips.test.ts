@@ -6,6 +6,7 @@
  * validateUUIDPrefix), a NIC update onto a held address (lib/models/nic/update.js
  * prepareUpdate), and the fabric routes of a NAPI without overlays
  * (lib/endpoints/fabrics/common.js ensureOverlaysEnabled).
+ * Follows sdc-napi test/integration/ips.test.js, network-overlap.test.js and fabrics-invalid.test.js.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,6 +4,7 @@
  * list filters, update, delete, owner checks), and NIC provisioning on a pool as
  * lib/models/nic/common.js (validateNetworkParams) and lib/models/nic/provision.js
  * (NetworkPoolProvision: the next network when one is full, PoolFullError) do it.
+ * Follows sdc-napi test/integration/network-pools.test.js (and test/unit/network-pools.test.js).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -6,6 +6,7 @@
  * field checks (lib/common/validation.js, triton-tags), update_nics
  * (lib/workflows/update-nics.js), a `sync` action whose job fails (lib/common/util.js
  * waitForJob) and wf-api's answer for an unknown job.
+ * Follows sdc-vmapi test/vms.full.test.js.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

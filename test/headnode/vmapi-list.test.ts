@@ -6,6 +6,8 @@
  * (lib/common/validation.js validateListVmsParams, lib/validation/sort.js,
  * lib/common/marker.js), role tags (lib/endpoints/role-tags.js), ListStatuses
  * (lib/endpoints/statuses.js) and the VM changefeed (lib/apis/moray.js putVm).
+ * Follows sdc-vmapi test/vms.list.test.js, vms.marker.test.js, vms.list-sort.test.js,
+ * vms.full.test.js (role tags, statuses) and vms.changefeed.test.js.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
