@@ -97,6 +97,70 @@ describe('dev NAPI IPs, search and network checks', () => {
     expect(priv.subnet).toBe('10.99.0.0/16');
   });
 
+  // sdc-napi lib/models/network.js: CREATE_SCHEMA's fabric, vnet_id, subnet_alloc and
+  // subnet_prefix, validateFabricOwner, validateSubnetAlloc, validateProvisionRange (private
+  // fabrics, overlaps per vnet_id), nameStr, the fabric fields of serialize(), and
+  // validateImmutableFields; restify-warden stops at the first failing `after` check.
+  it('creates fabric networks through POST /networks as NAPI does, and checks their fields', async () => {
+    const fab = { vlan_id: 2, nic_tag: 'external', fabric: true, vnet_id: 4321, subnet: '192.168.77.0/24',
+      provision_start_ip: '192.168.77.5', provision_end_ip: '192.168.77.250' };
+    const noOwner = await callError(env.client, 'createNetwork', { name: 'fab0', ...fab });
+    expect(noOwner.body?.errors).toEqual([{ field: 'owner_uuids', code: 'MissingParameter', message: 'Missing parameter' }]);
+    const twoOwners = await callError(env.client, 'createNetwork', { name: 'fab0', ...fab, owner_uuids: [owner, randomUUID()] });
+    expect(twoOwners.body?.errors).toEqual([
+      { field: 'owner_uuids', code: 'InvalidParameter', message: 'Fabric networks must have exactly one owner' },
+    ]);
+    const pub = await callError(env.client, 'createNetwork', {
+      name: 'fab0', ...fab, owner_uuids: [owner], subnet: '203.0.113.0/24', provision_start_ip: '203.0.113.5', provision_end_ip: '203.0.113.9',
+    });
+    expect(pub.body?.errors).toEqual([{ field: 'subnet', code: 'InvalidParameter', message: 'subnet must be within private ranges' }]);
+    const created = await call<Obj>(env.client, 'createNetwork', { name: 'fab0', ...fab, owner_uuids: [owner], internet_nat: true });
+    expect(created).toMatchObject({
+      fabric: true, vnet_id: 4321, internet_nat: true, gateway: '192.168.77.5', gateway_provisioned: false,
+      owner_uuids: [owner], subnet: '192.168.77.0/24',
+    });
+    expect(Object.keys(created).slice(9, 13)).toEqual(['fabric', 'vnet_id', 'internet_nat', 'gateway_provisioned']);
+    // Fabric names are unique per owner; fabric subnets may not overlap on one vnet_id.
+    const otherOwner = await call<Obj>(env.client, 'createNetwork', {
+      name: 'fab0', ...fab, vnet_id: 99, owner_uuids: [randomUUID()],
+    });
+    expect(otherOwner.name).toBe('fab0');
+    const overlap = await callError(env.client, 'createNetwork', {
+      name: 'fab1', ...fab, owner_uuids: [owner], subnet: '192.168.77.0/25', provision_start_ip: '192.168.77.5', provision_end_ip: '192.168.77.100',
+    });
+    expect(overlap.body?.errors).toEqual([
+      { field: 'subnet', code: 'UsedBy', type: 'network', id: created.uuid, message: 'subnet overlaps with another network' },
+    ]);
+    const fabrics = await call<Obj[]>(env.client, 'listNetworks', { fabric: true, name: 'fab0' });
+    expect(fabrics.map((n) => n.uuid).sort()).toEqual([created.uuid, otherOwner.uuid].sort());
+    expect(await call<Obj[]>(env.client, 'listNetworks', { name: 'fab0' })).toEqual([]);
+    expect((await call<Obj[]>(env.client, 'listNetworks', { fabric: false })).some((n) => n.fabric)).toBe(false);
+
+    const fixed = await callError(env.client, 'updateNetwork', created.uuid, { gateway: '192.168.77.6', internet_nat: true });
+    expect(fixed.body?.errors).toEqual([
+      { field: 'gateway', code: 'InvalidParameter', message: 'Network updates for this field are not supported on fabrics' },
+      { field: 'internet_nat', code: 'InvalidParameter', message: 'Network updates for this field are not supported' },
+    ]);
+
+    const alloc = await callError(env.client, 'createNetwork', { name: 'auto', vlan_id: 0, nic_tag: 'external', subnet_alloc: true });
+    expect(alloc.body?.errors).toEqual([
+      { field: 'subnet_auto_alloc', code: 'InvalidParameter', message: 'Subnet allocation is not enabled on this instance' },
+    ]);
+    const prefix = await callError(env.client, 'createNetwork', { name: 'auto', vlan_id: 0, nic_tag: 'external', subnet_prefix: 24 });
+    expect(prefix.body?.errors).toEqual([
+      { field: 'provision_end_ip', code: 'MissingParameter', message: 'Missing parameter' },
+      { field: 'provision_start_ip', code: 'MissingParameter', message: 'Missing parameter' },
+      { field: 'subnet', code: 'MissingParameter', message: 'Missing parameter' },
+      { field: 'subnet_prefix', code: 'InvalidParameter', message: 'Auto allocation parameter not allowed' },
+    ]);
+    // The range check fails first, so the MTU check (the next one) is not reported.
+    const first = await callError(env.client, 'createNetwork', {
+      name: 'mtu', vlan_id: 0, nic_tag: 'external', subnet: '10.200.0.0/24', mtu: 9000,
+      provision_start_ip: '10.200.0.50', provision_end_ip: '10.200.0.10',
+    });
+    expect(first.body?.errors?.map((e: Obj) => e.field)).toEqual(['provision_end_ip', 'provision_start_ip']);
+  });
+
   it("names a non-UUID uuid filter as restify-warden does, and answers fabric routes with NAPI's 428", async () => {
     const bad = await callError(env.client, 'listNetworks', { uuid: 'badcafe' });
     expect(bad.body).toEqual({

@@ -44,6 +44,11 @@ export interface NetworkRecord {
   mtu: number;
   owner_uuids?: string[];
   description?: string;
+  /** Fabric networks (made through POST /networks; the fabric routes need overlays). */
+  fabric?: true;
+  vnet_id?: number;
+  internet_nat?: boolean;
+  gateway_provisioned?: boolean;
   etag: string;
 }
 
@@ -131,8 +136,14 @@ export function serializeNetwork(n: NetworkRecord, fields?: string[]): Record<st
     subnet: `${formatIpv4(n.subnet_start)}/${n.subnet_bits}`,
     uuid: n.uuid,
     vlan_id: n.vlan_id,
-    resolvers: n.resolvers.map(formatIpv4),
   };
+  if (n.fabric) {
+    ser.fabric = true;
+    if (n.vnet_id !== undefined) ser.vnet_id = n.vnet_id;
+    if (n.internet_nat !== undefined) ser.internet_nat = n.internet_nat;
+    if (n.gateway !== undefined) ser.gateway_provisioned = n.gateway_provisioned ?? false;
+  }
+  ser.resolvers = n.resolvers.map(formatIpv4);
   if (n.gateway !== undefined) ser.gateway = formatIpv4(n.gateway);
   if (n.routes) ser.routes = { ...n.routes };
   if (n.description) ser.description = n.description;
