@@ -27,6 +27,8 @@ export const ERROR_CATALOGUE = {
   VmAlreadyExists: 409,
   Duplicate: 409,
   PreconditionFailed: 412,
+  /** NAPI's fabric routes without overlay networking. */
+  PreconditionRequired: 428,
   RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
   // 5xx: ours, or a peer's

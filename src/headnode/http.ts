@@ -56,6 +56,7 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
     ...(opts.version ? { version: opts.version } : {}),
     ...(opts.maxParamLength ? { maxParamLength: opts.maxParamLength } : {}),
   } as restifyTypes.ServerOptions);
+  server.pre(sizeHeadAnswers);
   server.use(restify.plugins.queryParser({ mapParams: false }));
   if (opts.parseBody !== false) {
     server.use(restify.plugins.bodyParser({ mapParams: false, maxBodySize: opts.maxBodyBytes ?? 16 * 1024 * 1024 }));
@@ -71,6 +72,29 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   guard.watch(server.server);
   guards.set(server, guard);
   return server;
+}
+
+/**
+ * restify 4 (which Triton's services run) formats a HEAD answer's body to size it: the headers
+ * say what a GET would send (Content-Type, Content-Length), only the body is left out. restify
+ * 11 skips formatting for HEAD, so the size is put back just before the headers go out.
+ */
+function sizeHeadAnswers(req: Req, res: Res, next: () => void): void {
+  if (req.method === 'HEAD') {
+    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => unknown;
+    (res as unknown as { writeHead: (...args: unknown[]) => unknown }).writeHead = (...args: unknown[]) => {
+      const body = (res as unknown as { _body?: unknown })._body;
+      if (body !== undefined && !res.getHeader('content-length')) {
+        const json = JSON.stringify(body instanceof MockcloudError ? body.toBody() : body);
+        if (json !== undefined) {
+          res.setHeader('Content-Type', 'application/json');
+          res.setHeader('Content-Length', Buffer.byteLength(json));
+        }
+      }
+      return writeHead(...args);
+    };
+  }
+  next();
 }
 
 /** Each server's connection deadlines (connection-guard.ts), kept while it listens. */

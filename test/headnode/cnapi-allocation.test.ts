@@ -6,6 +6,8 @@
  * capacity DAPI adds to ServerGet (sdc-cnapi lib/endpoints/servers.js Server.get).
  */
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CnapiEnv } from './helpers/cnapi-env.js';
 import { call, raw, rawError } from './helpers/sdc-clients.js';
@@ -131,19 +133,71 @@ describe('dev CNAPI allocation (POST /allocate, POST /capacity)', () => {
     }
   });
 
-  it('counts what it already allocated until the server reports the VM', async () => {
+  // sdc-cnapi allocations.js getOpenProvisioningTickets and sdc-designation calculate-ticketed-vms:
+  // DAPI adds the VMs of open `vm`/`provision` waitlist tickets (VMAPI takes one per provision),
+  // and only those: an allocation leaves nothing behind by itself.
+  it('counts the VMs of open provision tickets, and nothing an allocation did not ticket', async () => {
     const small = await env.register({ memoryMiB: 4096 });
     // 4096 MiB less the 15% reservation leaves 3481 MiB: one 2 GiB VM fits, a second does not.
-    const first = await raw<Obj>(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
+    const big = (): Obj => request({ servers: [small], vm: { ...request().vm, ram: 2048 } });
+    const first = await raw<Obj>(env.client, 'post', '/allocate', big());
     expect(first.body.server.uuid).toBe(small);
     expect(first.body.server.unreserved_ram).toBe(3481);
-    const ticketed = (first.body.steps as { step: string; remaining: string[] }[]).find(
-      (s) => s.step === 'Add VMs which have open provisioning tickets',
-    );
-    expect(ticketed?.remaining).toEqual([small]);
-    const second = await rawError(env.client, 'post', '/allocate', request({ servers: [small], vm: { ...request().vm, ram: 2048 } }));
-    expect(second.statusCode).toBe(409);
-    expect(second.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');
+    expect((await raw<Obj>(env.client, 'post', '/allocate', big())).body.server.uuid).toBe(small);
+
+    const vmUuid = randomUUID();
+    const ticket = await call<{ uuid: string }>(env.client, 'waitlistTicketCreate', small, {
+      scope: 'vm', id: vmUuid, action: 'provision', expires_at: new Date(Date.now() + 60_000).toISOString(),
+      extra: { owner_uuid: OWNER, max_physical_memory: 2048, cpu_cap: 100, quota: 10, brand: 'joyent' },
+    });
+    const ticketed = await rawError(env.client, 'post', '/allocate', big());
+    expect(ticketed.statusCode).toBe(409);
+    expect(ticketed.body?.message).toBe('No compute resources available: no servers with enough unreserved RAM');
+
+    await call(env.client, 'waitlistTicketRelease', ticket.uuid);
+    const released = await raw<Obj>(env.client, 'post', '/allocate', big());
+    expect(released.body.server.uuid).toBe(small);
+  });
+
+  // sdc-designation lib/algorithms/calculate-affinity.js and shared/affinity.js: affinity rules
+  // become locality hints, VMs named by alias found in VMAPI (as DAPI asks it through CNAPI).
+  it('turns affinity rules into locality, looking instances up in VMAPI', async () => {
+    const vm = randomUUID();
+    const holder = randomUUID();
+    await env.register({ uuid: holder });
+    await raw(env.client, 'post', `/servers/${holder}/events/status`, CnapiEnv.status(65536, {
+      [vm]: { owner_uuid: OWNER, max_physical_memory: 128, cpu_cap: 100, quota: 10, state: 'running', zone_state: 'running', brand: 'joyent' },
+    }));
+    const other = await env.register();
+    const queries: string[] = [];
+    const vmapi = http.createServer((req, res) => {
+      queries.push(req.url ?? '');
+      const pred = new URL(req.url ?? '/', 'http://x').searchParams.get('predicate') ?? '';
+      const hit = pred.includes('"web0"') ? [{ uuid: vm, alias: 'web0' }] : [];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(hit));
+    });
+    await new Promise<void>((r) => vmapi.listen(0, '127.0.0.1', () => r()));
+    env.cnapi.setPeers({ vmapi: `http://127.0.0.1:${(vmapi.address() as AddressInfo).port}` });
+    try {
+      const withAffinity = (rule: Obj) => request({ servers: [holder, other], vm: { ...request().vm, affinity: [rule] } });
+      const near = await raw<Obj>(env.client, 'post', '/allocate',
+        withAffinity({ key: 'instance', operator: '==', value: 'web0', isSoft: false, valueType: 'exact' }));
+      expect(near.body.server.uuid).toBe(holder);
+      expect(queries.some((q) => q.startsWith('/vms?') && q.includes(`owner_uuid=${OWNER}`))).toBe(true);
+      const far = await raw<Obj>(env.client, 'post', '/allocate',
+        withAffinity({ key: 'instance', operator: '!=', value: vm, isSoft: false, valueType: 'exact' }));
+      expect(far.body.server.uuid).toBe(other);
+      const none = await rawError(env.client, 'post', '/allocate',
+        withAffinity({ key: 'instance', operator: '==', value: 'db9', isSoft: false, valueType: 'exact' }));
+      expect(none.statusCode).toBe(409);
+      expect(none.body?.message).toBe(
+        'No compute resources available: no active containers found matching "db9" for affinity "instance==db9"',
+      );
+    } finally {
+      env.cnapi.setPeers({});
+      await new Promise<void>((r) => vmapi.close(() => r()));
+    }
   });
 
   it("reports spare capacity per setup server (the headnode's too) in DAPI's units", async () => {

@@ -17,7 +17,6 @@ import { ensureParamsValid, type Rules } from './validate.js';
 import { ok, params, type Params, type Req } from '../http.js';
 import type { ServerRecord, ServerRegistry } from './servers.js';
 import type { TaskRegistry } from './tasks.js';
-import type { PendingAllocations } from './allocate.js';
 import type { Allocator } from './dapi/allocator.js';
 import type { Waitlist } from './waitlist.js';
 
@@ -28,7 +27,6 @@ export interface CnapiContext {
   heartbeats: HeartbeatReconciler;
   tasks: TaskRegistry;
   dispatcher: CnAgentDispatcher;
-  allocations: PendingAllocations;
   /** Waitlist tickets (`/servers/:uuid/tickets`, `/tickets/:uuid`). */
   waitlist: Waitlist;
   /** Persist the waitlist before answering. */

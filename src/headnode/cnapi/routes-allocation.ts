@@ -6,6 +6,8 @@
  * `409 NoAllocatableServersError "No compute resources available: <reason>"`.
  */
 import { MockcloudError } from '../../common/errors.js';
+import { HttpStatusError } from '../../common/http-client.js';
+import { localityFromAffinity, type AffinityRule, type VmLookup } from './dapi/affinity.js';
 import { ok, params, route, type RestifyServer } from '../http.js';
 import { serversForDapi } from './allocate.js';
 import type { Allocator, Step } from './dapi/allocator.js';
@@ -55,6 +57,31 @@ function noServersReason(steps: Step[]): string {
   return name;
 }
 
+/** DAPI's affinity-to-locality conversion, against the DC's VMAPI. */
+async function resolveAffinity(ctx: CnapiContext, vm: Obj, reqId: string): Promise<{ locality?: Obj; error?: string }> {
+  const vmapi = ctx.peers.vmapi;
+  if (!vmapi) return { error: 'VMAPI is not configured' };
+  const headers = { 'x-request-id': reqId };
+  const lookup: VmLookup = {
+    listVms: async (q) => (await ctx.http.call<Obj[]>({ method: 'GET', url: `${vmapi}/vms?${new URLSearchParams(q)}`, headers })).body,
+    getVm: async (uuid, owner, fields) => {
+      try {
+        const q = new URLSearchParams({ owner_uuid: owner, fields });
+        return (await ctx.http.call<Obj>({ method: 'GET', url: `${vmapi}/vms/${uuid}?${q}`, headers })).body;
+      } catch (err) {
+        if (err instanceof HttpStatusError && err.statusCode === 404) return undefined;
+        throw err;
+      }
+    },
+  };
+  try {
+    const locality = await localityFromAffinity(vm.affinity as AffinityRule[], String(vm.owner_uuid), lookup);
+    return locality ? { locality } : {};
+  } catch (err) {
+    return { error: typeof err === 'string' ? err : (err as Error).message };
+  }
+}
+
 export function mountAllocationRoutes(server: RestifyServer, ctx: CnapiContext): void {
   const log = ctx.log;
   const allocator: Allocator = ctx.allocator;
@@ -88,17 +115,15 @@ export function mountAllocationRoutes(server: RestifyServer, ctx: CnapiContext):
       const candidates = shuffle(
         serversForDapi(ctx.servers, { uuids, unreservedOnly: true, filterHeadnode: allocator.defaults.filter_headnode }),
       );
-      // allocations.js getOpenProvisioningTickets, plus the dev VMAPI's provisions (see allocate.ts).
-      const tickets: Ticket[] = [
-        ...ctx.waitlist.openProvisionTickets().map((t) => ({ ...t, action: t.action ?? '' })),
-        ...ctx.allocations.tickets(ctx.servers),
-      ];
+      // allocations.js getOpenProvisioningTickets.
+      const tickets: Ticket[] = ctx.waitlist.openProvisionTickets().map((t) => ({ ...t, action: t.action ?? '' }));
+      const affinity = vm.affinity === undefined ? undefined : await resolveAffinity(ctx, vm, req.getId());
       const chunks: DapiServer[][] = [];
       for (let i = 0; i <= candidates.length; i += SERVER_CHUNK_SIZE) chunks.push(candidates.slice(i, i + SERVER_CHUNK_SIZE));
       let result: { server: DapiServer | undefined; steps: Step[] } | undefined;
       while (chunks.length > 0) {
         const chunk = chunks.pop()!;
-        result = allocator.allocate(chunk, { vm, img, ...(pkg ? { pkg } : {}), tickets });
+        result = allocator.allocate(chunk, { vm, img, ...(pkg ? { pkg } : {}), tickets, ...(affinity ? { affinity } : {}) });
         for (const s of chunk) delete s.vms;
         if (result.server) break;
       }
@@ -108,17 +133,6 @@ export function mountAllocationRoutes(server: RestifyServer, ctx: CnapiContext):
         // spells differently.)
         throw new MockcloudError('Conflict', `No compute resources available: ${noServersReason(steps)}`, {
           restCode: 'NoAllocatableServersError',
-        });
-      }
-      const vmUuid = typeof vm.vm_uuid === 'string' ? vm.vm_uuid : undefined;
-      if (vmUuid) {
-        ctx.allocations.add(chosen.uuid, vmUuid, {
-          owner_uuid: vm.owner_uuid,
-          max_physical_memory: vm.ram,
-          cpu_cap: vm.cpu_cap ?? pkg?.cpu_cap,
-          quota: vm.quota,
-          brand: vm.brand,
-          ...(Array.isArray(vm.disks) ? { disks: vm.disks } : {}),
         });
       }
       return ok({ server: chosen, steps, imgapiPeers: [] });

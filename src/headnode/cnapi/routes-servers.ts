@@ -218,7 +218,6 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
       ensureParamsValid(p, { server_uuid: { type: 'string' } }, { strict: true });
       ctx.servers.delete(rec.uuid);
       ctx.heartbeats.forget(rec.uuid);
-      ctx.allocations.forgetServer(rec.uuid);
       await ctx.saveServers(true);
       return { status: 200 };
     }),

@@ -7,7 +7,7 @@ import type { Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import { DEFAULT_PLATFORM } from '../../common/triton-defaults.js';
-import { newAllocator, PendingAllocations } from './allocate.js';
+import { newAllocator } from './allocate.js';
 import type { Allocator } from './dapi/allocator.js';
 import type { CnapiContext } from './context.js';
 import { CnAgentDispatcher } from './dispatch.js';
@@ -56,7 +56,6 @@ export class CnapiService {
   private readonly tasks: TaskRegistry;
   private readonly heartbeats: HeartbeatReconciler;
   private readonly dispatcher: CnAgentDispatcher;
-  private readonly allocations = new PendingAllocations();
   private readonly allocator: Allocator = newAllocator();
   private readonly liveImage: string;
   private readonly serverDoc: StateDocument;
@@ -138,7 +137,6 @@ export class CnapiService {
       heartbeats: this.heartbeats,
       tasks: this.tasks,
       dispatcher: this.dispatcher,
-      allocations: this.allocations,
       allocator: this.allocator,
       waitlist: this.waitlist,
       saveWaitlist: () => this.waitlistDoc.save(),

@@ -85,7 +85,9 @@ export function usedByParam(field: string, type: string, id: string, message?: s
 
 /** `InvalidParamsError`: 422 with the field errors sorted by field. */
 export function invalidParamsError(errs: NapiFieldError[], message?: string): NapiError {
-  const sorted = [...errs].sort((a, b) => (String(a.field) > String(b.field) ? 1 : -1));
+  // restify-warden sorts with `a.field > b.field ? 1 : -1`; on the V8 NAPI runs, that keeps
+  // equal fields in their order (insertion sort), which a stable sort does here.
+  const sorted = [...errs].sort((a, b) => (String(a.field) > String(b.field) ? 1 : String(a.field) < String(b.field) ? -1 : 0));
   const onlyMissing = sorted.every((e) => e.code === 'MissingParameter');
   return new NapiError('InvalidParameters', message ?? (onlyMissing ? MSG.missingParams : MSG.invalidParams), {
     fieldErrors: sorted,

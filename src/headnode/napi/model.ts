@@ -44,6 +44,11 @@ export interface NetworkRecord {
   mtu: number;
   owner_uuids?: string[];
   description?: string;
+  /** Fabric networks (made through POST /networks; the fabric routes need overlays). */
+  fabric?: true;
+  vnet_id?: number;
+  internet_nat?: boolean;
+  gateway_provisioned?: boolean;
   etag: string;
 }
 
@@ -80,6 +85,30 @@ export interface IpRecord {
   owner_uuid?: string;
   /** When it was last unassigned: freed addresses are reused oldest first. */
   freed_at?: number;
+  /** Written by UpdateIP (kept in the snapshot; other records are rebuilt from networks and NICs). */
+  explicit?: boolean;
+}
+
+/** A network pool (napi_network_pools): networks of one family that provisioning picks from. */
+export interface NetworkPoolRecord {
+  uuid: string;
+  name: string;
+  description?: string;
+  networks: string[];
+  owner_uuids?: string[];
+  family: 'ipv4' | 'ipv6';
+  etag: string;
+}
+
+/** A link aggregation of a server's NICs (napi_aggregations). */
+export interface AggregationRecord {
+  id: string;
+  belongs_to_uuid: string;
+  name: string;
+  macs: number[];
+  lacp_mode: string;
+  nic_tags_provided?: string[];
+  etag: string;
 }
 
 /** A moray-like etag: CRC32 of the stored value, 8 upper-case hex digits. */
@@ -107,8 +136,14 @@ export function serializeNetwork(n: NetworkRecord, fields?: string[]): Record<st
     subnet: `${formatIpv4(n.subnet_start)}/${n.subnet_bits}`,
     uuid: n.uuid,
     vlan_id: n.vlan_id,
-    resolvers: n.resolvers.map(formatIpv4),
   };
+  if (n.fabric) {
+    ser.fabric = true;
+    if (n.vnet_id !== undefined) ser.vnet_id = n.vnet_id;
+    if (n.internet_nat !== undefined) ser.internet_nat = n.internet_nat;
+    if (n.gateway !== undefined) ser.gateway_provisioned = n.gateway_provisioned ?? false;
+  }
+  ser.resolvers = n.resolvers.map(formatIpv4);
   if (n.gateway !== undefined) ser.gateway = formatIpv4(n.gateway);
   if (n.routes) ser.routes = { ...n.routes };
   if (n.description) ser.description = n.description;

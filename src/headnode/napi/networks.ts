@@ -7,10 +7,27 @@
  */
 import { newUuid } from '../../common/uuid.js';
 import { MockcloudError } from '../../common/errors.js';
-import { broadcastAddress, cidrContains, formatMac, parseCidr, parseIpv4 } from './addr.js';
+import { formatMac, parseCidr } from './addr.js';
 import type { NapiContext } from './context.js';
-import { duplicateParam, inUseError, invalidParam, invalidParamsError, missingParam, notFound, type NapiFieldError } from './errors.js';
-import { cidrOf, etagOf, serializeIp, type IpRecord, type NetworkRecord } from './model.js';
+import { duplicateParam, inUseError, invalidParam, invalidParamsError, notFound, type NapiFieldError } from './errors.js';
+import { etagOf, type NetworkRecord } from './model.js';
+import {
+  checkFabricOwner,
+  checkMtu,
+  checkRange,
+  checkSubnetAlloc,
+  fieldsArray,
+  gateway,
+  ipArray,
+  nameStr,
+  networkMtu,
+  nicTagExists,
+  routes,
+  subnet,
+  subnetPrefix,
+  uuidPrefix,
+  vxlan,
+} from './network-checks.js';
 import {
   arrayify,
   bool,
@@ -29,149 +46,16 @@ import {
 } from './validate.js';
 import { findNetwork, ipv4, type StateCtx } from './validators.js';
 
-const VALID_FIELDS = [
-  'description', 'family', 'fabric', 'gateway', 'gateway_provisioned', 'internet_nat', 'mtu', 'name', 'netmask',
-  'nic_tag', 'owner_uuid', 'owner_uuids', 'provision_end_ip', 'provision_start_ip', 'resolvers', 'routes', 'subnet',
-  'uuid', 'vlan_id', 'vnet_id',
-];
-
-function fieldsArray(_: unknown, name: string, v: unknown): string[] {
-  if (!Array.isArray(v)) throw problem(invalidParam(name, 'must be an array of strings'));
-  if (v.length === 0) throw problem(invalidParam(name, 'must not be an empty array'));
-  if (v.length > VALID_FIELDS.length) throw problem(invalidParam(name, `can only specify a maximum of ${VALID_FIELDS.length} fields`));
-  for (const f of v) {
-    if (typeof f !== 'string') throw problem(invalidParam(name, 'must be an array of strings'));
-    if (!VALID_FIELDS.includes(f)) throw problem(invalidParam(name, 'unknown field specified'));
-  }
-  return v as string[];
-}
-
-function subnet(_: unknown, name: string, v: unknown): { multi: Record<string, unknown> } {
-  if (typeof v !== 'string') throw problem(invalidParam(name, 'must be a string'));
-  const parts = v.split('/');
-  if (parts.length !== 2) throw problem(invalidParam(name, 'Subnet must be in CIDR form'));
-  if (parseIpv4(parts[0]) === undefined) throw problem(invalidParam(name, 'Subnet IP invalid'));
-  const bits = Number(parts[1]);
-  if (!/^\d+$/.test(parts[1]!) || bits < 8 || bits > 32) throw problem(invalidParam(name, 'Subnet bits invalid'));
-  const cidr = parseCidr(v);
-  if (!cidr) throw problem(invalidParam(name, 'invalid CIDR format'));
-  return { multi: { subnet: cidr } };
-}
-
-function ipArray(_: unknown, name: string, v: unknown): number[] {
-  if (!Array.isArray(v) && typeof v !== 'string') throw problem(invalidParam(name, 'must be an array of strings'));
-  const bad: unknown[] = [];
-  const ips: number[] = [];
-  for (const item of arrayify(v)) {
-    if (typeof item !== 'string') {
-      bad.push(item);
-      continue;
-    }
-    const s = item.replace(/\s+/, '');
-    if (!s) continue;
-    const ip = parseIpv4(s);
-    if (ip === undefined) bad.push(s);
-    else ips.push(ip);
-  }
-  if (bad.length > 0) throw problem(invalidParam(name, `invalid IP${bad.length === 1 ? '' : 's'}`, { invalid: bad }));
-  return ips;
-}
-
-function gateway(_: unknown, name: string, v: unknown): number | null {
-  if (v === null || v === '') return null;
-  return ipv4(null, name, v);
-}
-
-function routes(_: unknown, name: string, v: unknown): { multi: Record<string, unknown> } {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw problem(invalidParam(name, 'must be an object'));
-  const out: Record<string, string> = {};
-  const invalid: unknown[] = [];
-  for (const [dst, gw] of Object.entries(v as Record<string, unknown>)) {
-    const dstOk = dst.includes('/') ? parseCidrLoose(dst) : parseIpv4(dst) !== undefined;
-    const gwIp = parseIpv4(gw);
-    if (!dstOk) invalid.push(dst);
-    if (gwIp === undefined) invalid.push(gw);
-    if (dstOk && gwIp !== undefined) out[dst] = gw as string;
-  }
-  if (invalid.length > 0) throw problem(invalidParam(name, `invalid route${invalid.length === 1 ? '' : 's'}`, { invalid }));
-  return { multi: { [name]: out } };
-}
-
-function parseCidrLoose(s: string): boolean {
-  const [ip, bits] = s.split('/');
-  return parseIpv4(ip) !== undefined && /^\d{1,2}$/.test(bits ?? '') && Number(bits) <= 32;
-}
-
-function networkMtu(_: unknown, name: string, v: unknown): number {
-  if (typeof v !== 'number' || v < 576 || v > 9000) throw problem(invalidParam(name, 'mtu must be a number between 576 and 9000'));
-  return v;
-}
-
-function nicTagExists(ctx: StateCtx, name: string, v: unknown): string {
-  if (typeof v !== 'string' && !Array.isArray(v)) throw problem(invalidParam(name, 'must be an array'));
-  const tags = arrayify(v);
-  if (tags.length === 0) throw problem(invalidParam(name, 'must not be empty'));
-  if (tags.length > 1) throw problem(invalidParam(name, 'must only specify one nic tag'));
-  if (typeof tags[0] !== 'string') throw problem(invalidParam(name, 'must be a string', { invalid: tags }));
-  if (!ctx.state.nicTags.has(tags[0])) throw problem(invalidParam(name, 'nic tag does not exist'));
-  return tags[0];
-}
-
-function uuidPrefix(_: unknown, name: string, v: unknown): string {
-  if (typeof v !== 'string') throw problem(invalidParam(name, 'must be a string'));
-  if (v.trim() === '') throw problem(invalidParam(name, 'must not be empty'));
-  const stars = (v.match(/\*/g) ?? []).length;
-  if (stars > 1) throw problem(invalidParam(name, 'need only 1 wildcard'));
-  if (stars === 1 && !v.endsWith('*')) throw problem(invalidParam(name, 'only UUID prefixes are allowed'));
-  if (stars === 1 && !/^[0-9a-f*-]+$/.test(v)) throw problem(invalidParam(name, 'UUID prefix has invalid chars'));
-  if (stars === 0) uuid(null, name, v);
-  return v;
-}
-
-/** Range, gateway and MTU checks shared by create and update (validateProvisionRange). */
-function checkRange(ctx: StateCtx, net: Pick<NetworkRecord, 'subnet_start' | 'subnet_bits' | 'nic_tag'>, parsed: Record<string, unknown>): void {
-  const cidr = cidrOf(net as NetworkRecord);
-  const errs: NapiFieldError[] = [];
-  const start = parsed.provision_start_ip as number | undefined;
-  const end = parsed.provision_end_ip as number | undefined;
-  const bcast = broadcastAddress(cidr);
-  let s = start;
-  let e = end;
-  if (s !== undefined && !cidrContains(cidr, s)) {
-    errs.push(invalidParam('provision_start_ip', 'provision_start_ip cannot be outside subnet'));
-    s = undefined;
-  }
-  if (e !== undefined && !cidrContains(cidr, e)) {
-    errs.push(invalidParam('provision_end_ip', 'provision_end_ip cannot be outside subnet'));
-    e = undefined;
-  }
-  if (typeof parsed.gateway === 'number' && !cidrContains(cidr, parsed.gateway)) {
-    errs.push(invalidParam('gateway', 'gateway cannot be outside subnet'));
-  }
-  if (s !== undefined && s === bcast) {
-    errs.push(invalidParam('provision_start_ip', 'provision_start_ip cannot be the broadcast address'));
-    s = undefined;
-  }
-  if (e !== undefined && e === bcast) {
-    errs.push(invalidParam('provision_end_ip', 'provision_end_ip cannot be the broadcast address'));
-    e = undefined;
-  }
-  if (s !== undefined && e !== undefined && s >= e) {
-    errs.push(invalidParam('provision_end_ip', 'provision_start_ip must be before provision_end_ip'));
-    errs.push(invalidParam('provision_start_ip', 'provision_start_ip must be before provision_end_ip'));
-  }
-  if (typeof parsed.mtu === 'number') {
-    const tag = ctx.state.nicTags.get(net.nic_tag);
-    if (tag && tag.mtu < parsed.mtu) errs.push(invalidParam('mtu', 'network mtu must be under nic_tag mtu'));
-  }
-  if (errs.length > 0) throw problem(errs);
-}
+export { uuidPrefix };
 
 const CREATE_SCHEMA: Schema<StateCtx> = {
   required: { name: string, nic_tag: nicTagExists, vlan_id: vlan },
   optional: {
     description: string,
+    fabric: bool,
+    subnet_alloc: bool,
     family: enumOf(['ipv4']),
+    subnet_prefix: subnetPrefix,
     subnet,
     provision_end_ip: ipv4,
     provision_start_ip: ipv4,
@@ -183,18 +67,23 @@ const CREATE_SCHEMA: Schema<StateCtx> = {
     routes,
     resolvers: ipArray,
     uuid,
+    vnet_id: vxlan,
   },
   after: [
-    (_ctx, raw) => {
-      const errs: NapiFieldError[] = [];
-      for (const p of ['provision_end_ip', 'provision_start_ip', 'subnet']) if (raw[p] === undefined) errs.push(missingParam(p));
-      if (errs.length > 0) throw problem(errs);
-    },
+    (_ctx, _raw, parsed) => checkFabricOwner(parsed),
+    (_ctx, raw, parsed) => checkSubnetAlloc(raw, parsed),
     (ctx, _raw, parsed) => {
-      const cidr = parsed.subnet as { start: number; bits: number } | undefined;
-      if (!cidr || parsed.provision_start_ip === undefined || parsed.provision_end_ip === undefined) return;
-      checkRange(ctx, { subnet_start: cidr.start, subnet_bits: cidr.bits, nic_tag: parsed.nic_tag as string }, parsed);
+      const cidr = parsed.subnet as { start: number; bits: number };
+      const net = {
+        subnet_start: cidr.start,
+        subnet_bits: cidr.bits,
+        nic_tag: parsed.nic_tag as string,
+        fabric: parsed.fabric === true,
+        ...(typeof parsed.vnet_id === 'number' ? { vnet_id: parsed.vnet_id } : {}),
+      };
+      checkRange(ctx, net, parsed);
     },
+    (ctx, _raw, parsed) => checkMtu(ctx, parsed.nic_tag as string, parsed),
   ],
 };
 
@@ -220,12 +109,20 @@ function byName(a: NetworkRecord, b: NetworkRecord): number {
 
 export function listNetworks(ctx: NapiContext, params: Record<string, unknown>): NetworkRecord[] {
   const parsed = validateParams(LIST_SCHEMA, null, params);
-  if (parsed.fabric === true || parsed.family === 'ipv6') return [];
+  if (parsed.family === 'ipv6') return [];
+  // listNetworks matches names by nameStr: `global:<name>`, or any owner's fabric of that name
+  // with `fabric=true` (an owner's own with provisionable_by).
   const names = parsed.name === undefined ? undefined : new Set(arrayify(parsed.name).map(String));
+  const nameMatches = (n: NetworkRecord): boolean => {
+    if (!names?.has(n.name)) return false;
+    if (parsed.fabric !== true) return nameStr(n) === `global:${n.name}` || (typeof parsed.provisionable_by === 'string' && nameStr(n) === `${parsed.provisionable_by}:${n.name}`);
+    return typeof parsed.provisionable_by === 'string' ? nameStr(n) === `${parsed.provisionable_by}:${n.name}` : true;
+  };
   const tags = parsed.nic_tag === undefined ? undefined : new Set(arrayify(parsed.nic_tag).map(String));
   const prefix = typeof parsed.uuid === 'string' ? parsed.uuid : undefined;
   const out = [...ctx.state.networks.values()].filter((n) => {
-    if (names && !names.has(n.name)) return false;
+    if (names && !nameMatches(n)) return false;
+    if (parsed.fabric !== undefined && (n.fabric === true) !== parsed.fabric) return false;
     if (tags && !tags.has(n.nic_tag)) return false;
     if (parsed.vlan_id !== undefined && n.vlan_id !== parsed.vlan_id) return false;
     if (prefix !== undefined) {
@@ -269,7 +166,10 @@ export function getNetwork(ctx: NapiContext, params: Record<string, unknown>): {
 export function addNetwork(ctx: StateCtx, params: Record<string, unknown>): NetworkRecord {
   const parsed = validateParams(CREATE_SCHEMA, ctx, params);
   const name = parsed.name as string;
-  if ([...ctx.state.networks.values()].some((n) => n.name === name)) {
+  const fabric = parsed.fabric === true;
+  const owners = Array.isArray(parsed.owner_uuids) && parsed.owner_uuids.length > 0 ? (parsed.owner_uuids as string[]) : undefined;
+  const key = nameStr({ name, fabric, ...(owners ? { owner_uuids: owners } : {}) });
+  if ([...ctx.state.networks.values()].some((n) => nameStr(n) === key)) {
     throw invalidParamsError([duplicateParam('name')], 'name is in use by another network');
   }
   if (typeof parsed.uuid === 'string' && ctx.state.networks.has(parsed.uuid)) {
@@ -291,7 +191,16 @@ export function addNetwork(ctx: StateCtx, params: Record<string, unknown>): Netw
   };
   if (typeof parsed.gateway === 'number') net.gateway = parsed.gateway;
   if (parsed.routes && Object.keys(parsed.routes).length > 0) net.routes = parsed.routes as Record<string, string>;
-  if (Array.isArray(parsed.owner_uuids) && parsed.owner_uuids.length > 0) net.owner_uuids = parsed.owner_uuids as string[];
+  if (owners) net.owner_uuids = owners;
+  if (fabric) {
+    // createNetworkObject and the Network constructor: a NAT-ed fabric gets a gateway; the
+    // gateway is not provisioned unless said; internet_nat defaults to true.
+    net.fabric = true;
+    net.internet_nat = typeof parsed.internet_nat === 'boolean' ? parsed.internet_nat : true;
+    if (parsed.internet_nat === true && net.gateway === undefined) net.gateway = net.provision_start_ip;
+    if (net.gateway !== undefined) net.gateway_provisioned = false;
+    if (typeof parsed.vnet_id === 'number') net.vnet_id = parsed.vnet_id;
+  }
   if (typeof parsed.description === 'string') net.description = parsed.description;
   net.etag = etagOf(net);
   ctx.state.addNetwork(net);
@@ -307,22 +216,32 @@ export async function createNetwork(ctx: NapiContext, params: Record<string, unk
 
 /** `PUT /networks/:uuid`. */
 export async function updateNetwork(ctx: NapiContext, existing: NetworkRecord, params: Record<string, unknown>): Promise<NetworkRecord> {
+  // validateImmutableFields: each compared with the network's own value (internet_nat is not
+  // one of the Network's properties, so any value differs); a fabric's gateway and owners too.
   const immutable = (field: string, same: (v: unknown) => boolean) => (_c: unknown, name: string, v: unknown) => {
     if (!same(v)) throw problem(invalidParam(name, 'Network updates for this field are not supported'));
     return undefined;
+  };
+  const fabricFixed = <T>(check: (c: StateCtx, name: string, v: unknown) => T) => (c: StateCtx, name: string, v: unknown): T => {
+    const parsedValue = check(c, name, v);
+    if (existing.fabric) throw problem(invalidParam(name, 'Network updates for this field are not supported on fabrics'));
+    return parsedValue;
   };
   const schema: Schema<StateCtx> = {
     optional: {
       name: string,
       description: string,
-      owner_uuids: uuidArray,
+      owner_uuids: fabricFixed(uuidArray),
       mtu: networkMtu,
-      gateway,
+      gateway: fabricFixed(gateway),
       provision_end_ip: ipv4,
       provision_start_ip: ipv4,
       resolvers: ipArray,
       routes,
-      fabric: immutable('fabric', (v) => v === false || v === 'false'),
+      fabric: immutable('fabric', (v) => bool(null, 'fabric', v) === (existing.fabric === true)),
+      gateway_provisioned: immutable('gateway_provisioned', (v) => bool(null, 'gateway_provisioned', v) === existing.gateway_provisioned),
+      internet_nat: immutable('internet_nat', (v) => (bool(null, 'internet_nat', v), false)),
+      vnet_id: immutable('vnet_id', (v) => vxlan(null, 'vnet_id', v) === existing.vnet_id),
       family: immutable('family', (v) => v === 'ipv4'),
       nic_tag: immutable('nic_tag', (v) => v === existing.nic_tag),
       subnet: immutable('subnet', (v) => {
@@ -332,15 +251,19 @@ export async function updateNetwork(ctx: NapiContext, existing: NetworkRecord, p
       vlan_id: immutable('vlan_id', (v) => Number(v) === existing.vlan_id),
     },
     after: [
+      // validateProvisionRangeUpdate: only when the range or gateway changes, and (through
+      // /networks) as for a non-fabric network.
       (c, _raw, parsed) => {
+        if (!['provision_start_ip', 'provision_end_ip', 'gateway'].some((k) => Object.prototype.hasOwnProperty.call(parsed, k))) return;
         const merged = {
           provision_start_ip: parsed.provision_start_ip ?? existing.provision_start_ip,
           provision_end_ip: parsed.provision_end_ip ?? existing.provision_end_ip,
           gateway: parsed.gateway,
-          mtu: parsed.mtu,
         };
-        checkRange(c, existing, merged);
+        const { fabric: _fabric, ...shape } = existing;
+        checkRange(c, shape, merged, existing.uuid);
       },
+      (c, _raw, parsed) => checkMtu(c, existing.nic_tag, parsed),
     ],
   };
   const parsed = validateParams(schema, ctx, params);
@@ -394,30 +317,4 @@ export async function deleteNetwork(ctx: NapiContext, existing: NetworkRecord): 
   ctx.state.removeNetwork(existing.uuid);
   await ctx.commit();
   ctx.publish({ changeKind: { resource: 'network', subResources: ['delete'] }, changedResourceId: existing.uuid });
-}
-
-// --- IPs
-
-const IP_LIST_SCHEMA: Schema<unknown> = {
-  strict: true,
-  optional: { belongs_to_type: string, belongs_to_uuid: uuid, owner_uuid: uuid, limit, offset },
-};
-
-export function listIps(ctx: NapiContext, net: NetworkRecord, params: Record<string, unknown>): Record<string, unknown>[] {
-  const parsed = validateParams(IP_LIST_SCHEMA, null, params);
-  const recs = ctx.state.ipRecords(net.uuid).filter((r: IpRecord) => {
-    for (const p of ['belongs_to_type', 'belongs_to_uuid', 'owner_uuid'] as const) {
-      if (parsed[p] !== undefined && r[p] !== parsed[p]) return false;
-    }
-    return true;
-  });
-  return page(recs, parsed).map((r) => serializeIp(r, net.uuid));
-}
-
-/** `GET /networks/:uuid/ips/:ip`: an address inside the subnet, recorded or not. */
-export function getIp(ctx: NapiContext, net: NetworkRecord, ipText: unknown): Record<string, unknown> {
-  const ip = parseIpv4(ipText);
-  if (ip === undefined) throw notFound('Invalid IP address');
-  if (!cidrContains(cidrOf(net), ip)) throw notFound('IP is not in subnet');
-  return serializeIp(ctx.state.getIp(net.uuid, ip) ?? { ip, reserved: false }, net.uuid);
 }

@@ -30,10 +30,12 @@ import {
   NIC_STATES,
   serializeNic,
   type BelongsToType,
+  type NetworkPoolRecord,
   type NetworkRecord,
   type NicRecord,
   type NicState,
 } from './model.js';
+import { checkPoolParams, takePoolIp } from './nic-pools.js';
 import {
   bool,
   enumOf,
@@ -185,6 +187,10 @@ function checkIpOnNetwork(ctx: NicCtx, field: string, net: NetworkRecord, ip: nu
 }
 
 function validateNetworkParams(ctx: NicCtx, _raw: Parsed, parsed: Parsed): void {
+  if (parsed.network_pool) {
+    checkPoolParams(ctx, parsed, parsed.network_pool as NetworkPoolRecord);
+    return;
+  }
   const net = parsed.network as NetworkRecord | undefined;
   if (net) {
     const err = checkNetwork(ctx, parsed, 'network_uuid', net);
@@ -312,8 +318,14 @@ export async function createNic(ctx: NapiContext, params: Parsed): Promise<NicRe
     modified_timestamp: now,
     etag: '',
   };
-  const net = parsed.network as NetworkRecord | undefined;
-  if (net) {
+  let net = parsed.network as NetworkRecord | undefined;
+  if (parsed.network_pool) {
+    const taken = takePoolIp(ctx, parsed.network_pool as NetworkPoolRecord, parsed.pool_networks as NetworkRecord[]);
+    net = taken.network;
+    nic.ip = taken.ip;
+    nic.network_uuid = net.uuid;
+    parsed.nic_tag = net.nic_tag;
+  } else if (net) {
     nic.ip = takeIp(ctx, net, parsed.ip as number | undefined);
     nic.network_uuid = net.uuid;
   }
@@ -355,15 +367,13 @@ export async function updateNic(ctx: NapiContext, existing: NicRecord, params: P
     if (parsed.ip !== undefined) newIp = parsed.ip as number;
     else if (!sameNet) newIp = takeIp(ctx, net, undefined);
     const changed = newIp !== oldIp || net.uuid !== oldNet;
+    // A new address must be provisionable, whoever holds it (update.js prepareUpdate).
     if (changed && !ctx.state.isProvisionable(ctx.state.getIp(net.uuid, newIp!))) {
       const rec = ctx.state.getIp(net.uuid, newIp!)!;
       const owner = rec.belongs_to_uuid ?? '';
-      // Taking an address the NIC's owner already holds on that network is no conflict.
-      if (owner !== existing.belongs_to_uuid) {
-        throw invalidParamsError([
-          usedByParam('ip', rec.belongs_to_type ?? '', owner, `IP in use by ${rec.belongs_to_type ?? ''} "${owner}"`),
-        ]);
-      }
+      throw invalidParamsError([
+        usedByParam('ip', rec.belongs_to_type ?? '', owner, `IP in use by ${rec.belongs_to_type ?? ''} "${owner}"`),
+      ]);
     }
     updated.ip = newIp;
     updated.network_uuid = net.uuid;

@@ -1,7 +1,8 @@
 /**
- * The dev NAPI's HTTP routes (sdc-napi lib/endpoints/*): nic tags, networks and their IPs
- * and NIC provisioning, NICs with ETags and restify's conditional-request rules, the
- * changefeed's plain routes, and ping.
+ * The dev NAPI's HTTP routes (sdc-napi lib/endpoints/*): ping, nic tags, NICs with ETags and
+ * restify's conditional-request rules, aggregations, the changefeed's plain routes, /manage/gc,
+ * and the fabric routes (answered as a NAPI without overlay networking answers them). The
+ * network, IP, pool and search routes are in routes-networks.ts.
  */
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
@@ -9,18 +10,18 @@ import type { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import type { NapiContext } from './context.js';
 import { params, route, type Req, type Reply, type RestifyServer } from '../http.js';
-import { serializeNetwork, serializeNicTag, type NicRecord } from './model.js';
-import { createNetwork, deleteNetwork, getIp, getNetwork, listIps, listNetworks, updateNetwork } from './networks.js';
+import { serializeNicTag, type NicRecord } from './model.js';
+import { createAggr, deleteAggr, getAggr, listAggrs, serializeAggr, updateAggr } from './aggregations.js';
 import { createNicTag, deleteNicTag, getNicTag, listNicTags, updateNicTag } from './nic-tags.js';
 import { createNic, deleteNic, getNic, listNics, nicWire, updateNic } from './nics.js';
-import { findNetwork } from './validators.js';
+import { mountNetworkRoutes } from './routes-networks.js';
 
 /**
  * restify's `conditionalRequest()` as NAPI mounts it in front of `/nics/:mac`: an
  * `If-Match` that names neither `*` nor the current etag is 412; an `If-None-Match` that
  * names it is 304 for GET/HEAD and 412 otherwise.
  */
-function checkConditional(req: Req, etag: string): Reply | undefined {
+export function checkConditional(req: Req, etag: string): Reply | undefined {
   const normalize = (s: string): string => s.replace(/^W\//, '').replace(/^"(\w*)"$/, '$1');
   const ifMatch = req.headers['if-match'];
   if (ifMatch) {
@@ -47,10 +48,12 @@ function nicReply(ctx: NapiContext, nic: NicRecord): Reply {
 export function mountNapiRoutes(server: RestifyServer, ctx: NapiContext, changefeed: ChangefeedPublisher, log: Logger): void {
   const r = (fn: Parameters<typeof route>[1]) => route(log, fn);
 
-  server.get('/ping', r(() => ({
+  const ping = r(() => ({
     status: 200,
     body: { config: { fabrics_enabled: false, subnet_alloc_enabled: false }, healthy: true, services: { moray: 'online' }, status: 'OK' },
-  })));
+  }));
+  server.get('/ping', ping);
+  server.head('/ping', ping);
 
   // --- nic tags
   const listTags = r((req) => ({ status: 200, body: listNicTags(ctx, params(req)).map(serializeNicTag) }));
@@ -75,52 +78,7 @@ export function mountNapiRoutes(server: RestifyServer, ctx: NapiContext, changef
     return { status: 204 };
   }));
 
-  // --- networks
-  const listNets = r((req) => ({ status: 200, body: listNetworks(ctx, params(req)).map((n) => serializeNetwork(n)) }));
-  server.get('/networks', listNets);
-  server.head('/networks', listNets);
-  server.post('/networks', r(async (req) => ({ status: 200, body: serializeNetwork(await createNetwork(ctx, params(req))) })));
-  const getNet = r((req) => {
-    const { network, fields } = getNetwork(ctx, params(req));
-    return { status: 200, body: serializeNetwork(network, fields), headers: { Etag: network.etag } };
-  });
-  server.get('/networks/:uuid', getNet);
-  server.head('/networks/:uuid', getNet);
-  server.put('/networks/:uuid', r(async (req) => {
-    const existing = getNetwork(ctx, { uuid: req.params.uuid }).network;
-    const p = params(req);
-    delete p.uuid;
-    const net = await updateNetwork(ctx, existing, p);
-    return { status: 200, body: serializeNetwork(net), headers: { Etag: net.etag } };
-  }));
-  server.del('/networks/:uuid', r(async (req) => {
-    const existing = getNetwork(ctx, { uuid: req.params.uuid }).network;
-    await deleteNetwork(ctx, existing);
-    return { status: 204 };
-  }));
-
-  // --- a network's IPs and NIC provisioning
-  const networkOf = (id: unknown) => {
-    const net = typeof id === 'string' ? findNetwork(ctx.state, id) : undefined;
-    if (!net) throw new MockcloudError('ResourceNotFound', 'network not found');
-    return net;
-  };
-  server.get('/networks/:uuid/ips', r((req) => {
-    const net = networkOf(req.params.uuid);
-    const p = params(req);
-    delete p.uuid;
-    return { status: 200, body: listIps(ctx, net, p) };
-  }));
-  server.get('/networks/:uuid/ips/:ip_addr', r((req) => ({
-    status: 200,
-    body: getIp(ctx, networkOf(req.params.uuid), req.params.ip_addr),
-  })));
-  server.post('/networks/:uuid/nics', r(async (req) => {
-    const p = params(req);
-    p.network_uuid = req.params.uuid;
-    delete p.uuid;
-    return nicReply(ctx, await createNic(ctx, p));
-  }));
+  mountNetworkRoutes(server, ctx, log);
 
   // --- NICs
   const listAll = r((req) => ({ status: 200, body: listNics(ctx, params(req)).map((n) => nicWire(ctx, n)) }));
@@ -147,12 +105,64 @@ export function mountNapiRoutes(server: RestifyServer, ctx: NapiContext, changef
     return { status: 204 };
   }));
 
-  // --- aggregations: mock CNs have none (no `Link Aggregations` in their sysinfo), so the
-  // list is empty and every id is unknown, as in a DC without aggregated links.
-  server.get('/aggregations', r(() => ({ status: 200, body: [] })));
-  server.get('/aggregations/:id', r(() => {
-    throw new MockcloudError('ResourceNotFound', 'aggregation not found');
+  // --- aggregations
+  const listAggr = r((req) => ({ status: 200, body: listAggrs(ctx, params(req)).map(serializeAggr) }));
+  server.get('/aggregations', listAggr);
+  server.head('/aggregations', listAggr);
+  server.post('/aggregations', r(async (req) => {
+    const a = await createAggr(ctx, params(req));
+    return { status: 200, body: serializeAggr(a), headers: { Etag: a.etag } };
   }));
+  const getOneAggr = r((req) => {
+    const a = getAggr(ctx, req.params.id);
+    return checkConditional(req, a.etag) ?? { status: 200, body: serializeAggr(a), headers: { Etag: a.etag } };
+  });
+  server.get('/aggregations/:id', getOneAggr);
+  server.head('/aggregations/:id', getOneAggr);
+  server.put('/aggregations/:id', r(async (req) => {
+    const old = getAggr(ctx, req.params.id);
+    const cond = checkConditional(req, old.etag);
+    if (cond) return cond;
+    const p = params(req);
+    delete p.id;
+    const a = await updateAggr(ctx, old, p);
+    return { status: 200, body: serializeAggr(a), headers: { Etag: a.etag } };
+  }));
+  server.del('/aggregations/:id', r(async (req) => {
+    const a = getAggr(ctx, req.params.id);
+    const cond = checkConditional(req, a.etag);
+    if (cond) return cond;
+    await deleteAggr(ctx, a);
+    return { status: 204 };
+  }));
+
+  // --- /manage/gc: NAPI runs with --expose-gc and reports memory around two collections
+  const gc = r(() => {
+    const usage = (): Record<string, number> => ({ ...process.memoryUsage(), time: Date.now() });
+    const start = usage();
+    const collect = (globalThis as { gc?: () => void }).gc;
+    collect?.();
+    collect?.();
+    return { status: 200, body: { start, end: usage() } };
+  });
+  server.get('/manage/gc', gc);
+  server.head('/manage/gc', gc);
+
+  // --- fabrics: overlay networking is not enabled in the dev DC (`fabrics_enabled: false`)
+  const noOverlay = r(() => {
+    throw new MockcloudError('PreconditionRequired', 'overlay networking is not enabled');
+  });
+  const vlans = '/fabrics/:owner_uuid/vlans';
+  server.get(vlans, noOverlay);
+  server.post(vlans, noOverlay);
+  server.get(`${vlans}/:vlan_id`, noOverlay);
+  server.put(`${vlans}/:vlan_id`, noOverlay);
+  server.del(`${vlans}/:vlan_id`, noOverlay);
+  server.get(`${vlans}/:vlan_id/networks`, noOverlay);
+  server.post(`${vlans}/:vlan_id/networks`, noOverlay);
+  server.get(`${vlans}/:vlan_id/networks/:uuid`, noOverlay);
+  server.put(`${vlans}/:vlan_id/networks/:uuid`, noOverlay);
+  server.del(`${vlans}/:vlan_id/networks/:uuid`, noOverlay);
 
   // --- changefeed (the websocket itself is an HTTP upgrade, see ChangefeedPublisher)
   server.get(CHANGEFEED_PATH, r(() => ({ status: 200, body: changefeed.resourcesBody() })));

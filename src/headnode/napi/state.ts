@@ -6,7 +6,15 @@
  * document ("napi"), written atomically.
  */
 import { broadcastAddress, cidrContains, formatIpv4, parseIpv4 } from './addr.js';
-import { cidrOf, type IpRecord, type NetworkRecord, type NicRecord, type NicTagRecord } from './model.js';
+import {
+  cidrOf,
+  type AggregationRecord,
+  type IpRecord,
+  type NetworkPoolRecord,
+  type NetworkRecord,
+  type NicRecord,
+  type NicTagRecord,
+} from './model.js';
 
 export interface NapiSnapshot {
   version: 1;
@@ -15,12 +23,19 @@ export interface NapiSnapshot {
   nics: NicRecord[];
   /** network uuid -> dotted IP -> when it was freed (ms). */
   freed: Record<string, Record<string, number>>;
+  /** network uuid -> dotted IP -> the record UpdateIP wrote (reservations, owners of non-NIC addresses). */
+  ips?: Record<string, Record<string, Omit<IpRecord, 'ip'>>>;
+  network_pools?: NetworkPoolRecord[];
+  aggregations?: AggregationRecord[];
 }
 
 export class NapiState {
   readonly nicTags = new Map<string, NicTagRecord>();
   readonly networks = new Map<string, NetworkRecord>();
   readonly nics = new Map<number, NicRecord>();
+  readonly pools = new Map<string, NetworkPoolRecord>();
+  /** Aggregations by id (`<server uuid>-<name>`). */
+  readonly aggregations = new Map<string, AggregationRecord>();
   /** network uuid -> ip -> record. */
   private readonly ips = new Map<string, Map<number, IpRecord>>();
   readonly adminUuid: string;
@@ -120,7 +135,13 @@ export class NapiState {
       belongs_to_type: owner.belongs_to_type,
       belongs_to_uuid: owner.belongs_to_uuid,
       owner_uuid: owner.owner_uuid,
+      ...(prev?.explicit ? { explicit: true } : {}),
     });
+  }
+
+  /** UpdateIP's write: the record as given replaces the address's record. */
+  putIp(networkUuid: string, rec: IpRecord): void {
+    this.ipTable(networkUuid).set(rec.ip, rec);
   }
 
   /** NAPI's `unassignBatch`: reserved addresses keep their owner_uuid. */
@@ -129,6 +150,7 @@ export class NapiState {
     const prev = table.get(ip);
     const rec: IpRecord = { ip, reserved: prev?.reserved ?? false, freed_at: now };
     if (prev?.reserved && prev.owner_uuid) rec.owner_uuid = prev.owner_uuid;
+    if (prev?.explicit) rec.explicit = true;
     table.set(ip, rec);
   }
 
@@ -147,12 +169,23 @@ export class NapiState {
         }
       }
     }
+    const ips: NonNullable<NapiSnapshot['ips']> = {};
+    for (const [uuid, table] of this.ips) {
+      for (const rec of table.values()) {
+        if (!rec.explicit) continue;
+        const { ip, ...rest } = rec;
+        (ips[uuid] ??= {})[formatIpv4(ip)] = rest;
+      }
+    }
     return {
       version: 1,
       nic_tags: [...this.nicTags.values()],
       networks: [...this.networks.values()],
       nics: [...this.nics.values()],
       freed,
+      ips,
+      network_pools: [...this.pools.values()],
+      aggregations: [...this.aggregations.values()],
     };
   }
 
@@ -175,6 +208,17 @@ export class NapiState {
         if (ip !== undefined) this.unassignIp(uuid, ip, at);
       }
     }
+    for (const [uuid, ips] of Object.entries(snap.ips ?? {})) {
+      if (!this.networks.has(uuid)) continue;
+      for (const [ipText, rec] of Object.entries(ips)) {
+        const ip = parseIpv4(ipText);
+        if (ip !== undefined) this.putIp(uuid, { ...rec, ip });
+      }
+    }
+    this.pools.clear();
+    for (const p of snap.network_pools ?? []) this.pools.set(p.uuid, p);
+    this.aggregations.clear();
+    for (const a of snap.aggregations ?? []) this.aggregations.set(a.id, a);
     for (const nic of snap.nics) {
       this.nics.set(nic.mac, nic);
       if (nic.ip !== undefined && nic.network_uuid && this.networks.has(nic.network_uuid)) {

@@ -75,11 +75,13 @@ export function validateParams<C>(schema: Schema<C>, ctx: C, params: unknown): R
     if (unknown.length > 0) errs.push(unknownParams(unknown));
   }
   if (errs.length === 0) {
+    // restify-warden's crossValidate: a pipeline that stops at the first check that fails.
     for (const check of schema.after ?? []) {
       try {
         check(ctx, raw, parsed);
       } catch (err) {
         collect(errs, err);
+        break;
       }
     }
   }

@@ -34,12 +34,17 @@ export function findNetwork(state: NapiState, id: string): NetworkRecord | undef
   return state.networks.get(id);
 }
 
-/** `validateIPv4Network`: sets `network` and the resolved `network_uuid`. */
+/**
+ * `validateIPv4Network`: sets `network` (or, for a network pool's uuid, `network_pool`) and
+ * the resolved `network_uuid`.
+ */
 export function ipv4Network(ctx: StateCtx, name: string, v: unknown): Multi {
   if (v !== 'admin') uuid(null, name, v);
   const net = findNetwork(ctx.state, v as string);
-  if (!net) throw problem(invalidParam(name, 'network does not exist'));
-  return { multi: { network: net, [name]: net.uuid } };
+  if (net) return { multi: { network: net, [name]: net.uuid } };
+  const pool = ctx.state.pools.get(v as string);
+  if (pool) return { multi: { network_pool: pool, [name]: pool.uuid } };
+  throw problem(invalidParam(name, 'network does not exist'));
 }
 
 /** `nicTagsExist(false, …)`: an array (or comma string) of existing tags. */

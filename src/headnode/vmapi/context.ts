@@ -1,17 +1,17 @@
 /**
- * What VMAPI's route modules share, and `interceptors.loadVm`: the VM must exist
- * (`404 ResourceNotFound "VM not found"`, also when `owner_uuid` names someone else) and
- * its id must be a UUID (`409 ValidationFailed`).
+ * What VMAPI's route modules share: `interceptors.loadVm` (Moray's getVm checks, then
+ * `validOwner`), the answer to an action (`handleUpdateVMResponse`: 202 `{vm_uuid, job_uuid}`
+ * with the `workflow-api` header, after the job when `sync` was asked for, failing as
+ * `common.waitForJob` fails), and the `x-context` header kept in job params (`setContext`).
  */
 import type { Logger } from '../../common/log.js';
-import { MockcloudError } from '../../common/errors.js';
-import { isUuid } from '../../common/uuid.js';
+import { elem, validationFailed, validUUID, VmapiError, vmapiErrors } from './errors.js';
 import type { JobRecord, JobRunner, WorkflowDef } from './jobs.js';
 import type { Peers } from './peers.js';
 import type { VmObject } from './translate.js';
-import { fieldErr, validationFailed } from './validation.js';
 import type { VmRegistry } from './vms.js';
-import type { WorkflowEnv } from './workflows.js';
+import type { WorkflowEnv } from './workflow-steps.js';
+import type { Params, Req } from '../http.js';
 
 export interface VmapiContext {
   log: Logger;
@@ -25,41 +25,68 @@ export interface VmapiContext {
   saveVms(): Promise<void>;
 }
 
+/** Moray's `getVm` checks: a bad uuid or owner_uuid is a 409 before anything is looked up. */
+export function checkVmLookup(uuid: unknown, ownerUuid: unknown): void {
+  if (!validUUID(uuid)) throw validationFailed('Invalid Parameters', [elem.uuid('uuid')]);
+  if (ownerUuid && !validUUID(ownerUuid)) throw validationFailed('Invalid Parameters', [elem.uuid('owner_uuid')]);
+}
+
 /** `interceptors.loadVm` (+ `validOwner`): the VM in API form. */
 export function loadVm(ctx: VmapiContext, uuid: unknown, ownerUuid?: unknown): VmObject {
-  if (!isUuid(uuid)) throw validationFailed('Invalid Parameters', [fieldErr.uuid('uuid')]);
-  if (ownerUuid !== undefined && !isUuid(ownerUuid)) {
-    throw validationFailed('Invalid Parameters', [fieldErr.uuid('owner_uuid')]);
-  }
-  const vm = ctx.vms.get(uuid);
-  if (!vm || (ownerUuid !== undefined && vm.owner_uuid !== ownerUuid)) {
-    throw new MockcloudError('ResourceNotFound', 'VM not found');
-  }
+  checkVmLookup(uuid, ownerUuid);
+  const vm = ctx.vms.get(uuid as string);
+  if (!vm || (ownerUuid && vm.owner_uuid !== ownerUuid)) throw vmapiErrors.notFound('VM not found');
   return vm;
 }
 
-/** `{vm_uuid, job_uuid}` with 202, after the job ends when `sync` was asked for. */
-export async function jobResponse(
+/** `setContext`: the caller's `x-context` header, parsed, in the job params (ignored when malformed). */
+export function setContext(req: Req, p: Params): Params {
+  const raw = req.headers['x-context'];
+  if (typeof raw === 'string' && raw) {
+    try {
+      p.context = JSON.parse(raw);
+    } catch {
+      // VMAPI moves on without it
+    }
+  }
+  return p;
+}
+
+/** `sync` as UpdateVm and DeleteVm take it: absent, 'true' or 'false'. */
+export function syncParam(v: unknown): boolean {
+  if (v && v !== 'true' && v !== 'false') throw validationFailed('Invalid Parameters', [elem.invalid('sync')]);
+  return v === 'true';
+}
+
+/** `waitForJob`'s error for a job that did not succeed. */
+export function jobFailure(job: JobRecord): VmapiError {
+  const last = job.chain_results[job.chain_results.length - 1];
+  if (last?.error) {
+    const e = last.error;
+    const message =
+      typeof e === 'object' && typeof e.message === 'string'
+        ? e.message
+        : `job ${job.name} (${job.uuid}) failed: ${last.name}: ${typeof e === 'string' ? e : JSON.stringify(e)}`;
+    const restCode = typeof e === 'object' && typeof e.restCode === 'string' ? e.restCode : 'Error';
+    return new VmapiError('InternalError', message, { restCode });
+  }
+  const prefix = `Job ${job.name} (${job.uuid}) `;
+  return new VmapiError('InternalError', job.execution === 'canceled' ? `${prefix}was canceled` : `${prefix}failed`, {
+    restCode: 'Error',
+  });
+}
+
+/** `handleUpdateVMResponse`. */
+export async function respondWithJob(
   ctx: VmapiContext,
   vmUuid: string,
   job: JobRecord,
   sync: boolean,
 ): Promise<{ status: number; body: unknown; headers: Record<string, string> }> {
+  const headers = { 'workflow-api': ctx.url() };
   if (sync) {
     const done = await ctx.jobs.wait(job.uuid);
-    if (done && done.execution === 'failed') {
-      const last = done.chain_results[done.chain_results.length - 1];
-      const err = last?.error;
-      const message = typeof err === 'string' ? err : (err?.message ?? 'job failed');
-      throw new MockcloudError('InternalError', message);
-    }
+    if (done && done.execution !== 'succeeded') throw jobFailure(done);
   }
-  return { status: 202, body: { vm_uuid: vmUuid, job_uuid: job.uuid }, headers: { 'workflow-api': ctx.url() } };
-}
-
-/** The `sync` parameter: 'true' or 'false' only. */
-export function syncParam(v: unknown): boolean {
-  if (v === undefined || v === true || v === false) return v === true;
-  if (v !== 'true' && v !== 'false') throw validationFailed('Invalid Parameters', [fieldErr.invalid('sync')]);
-  return v === 'true';
+  return { status: 202, body: { vm_uuid: vmUuid, job_uuid: job.uuid }, headers };
 }

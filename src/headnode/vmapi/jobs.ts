@@ -1,9 +1,10 @@
 /**
  * A small in-process stand-in for the workflow API behind VMAPI: jobs with the wf-api
  * shape VMAPI's `/jobs` renders (`{name, uuid, execution, params, exec_after, created_at,
- * timeout, chain_results}`), run by one runner with bounded concurrency, one job at a time
- * per VM (VMAPI serialises VM actions with CNAPI waitlist tickets), each a chain of named
- * steps whose results and error land in `chain_results` as node-workflow records them.
+ * timeout, chain_results}`), run by one runner with bounded concurrency, each a chain of
+ * named steps whose results and error land in `chain_results` as node-workflow records them
+ * (a failed chain's `onerror` steps in `onerror_results`). Jobs of one VM are serialised as
+ * on a real DC: by the CNAPI waitlist tickets their workflows take, not by the runner.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../common/log.js';
@@ -11,9 +12,12 @@ import { Gate } from '../../common/gate.js';
 
 export type Execution = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
+/** A step's error as node-workflow keeps it: a string, or `{name, message}` (restify errors whole). */
+export type StepError = string | { name?: string; message?: string; restCode?: string; statusCode?: number };
+
 export interface ChainResult {
   result: string;
-  error: string | { name: string; message: string };
+  error: StepError;
   name: string;
   started_at: string;
   finished_at: string;
@@ -77,8 +81,6 @@ export function renderJob(job: JobRecord): Record<string, unknown> {
 
 export class JobRunner {
   private readonly jobs = new Map<string, JobRecord>();
-  private readonly defs = new Map<string, WorkflowDef>();
-  private readonly vmTails = new Map<string, Promise<void>>();
   private readonly waiters = new Map<string, Set<(j: JobRecord) => void>>();
   private readonly log: Logger;
   /** Jobs running at once; the others wait their turn. */
@@ -111,7 +113,7 @@ export class JobRunner {
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
   }
 
-  /** Queue a job; it starts when a slot is free and no earlier job of its VM is unfinished. */
+  /** Queue a job; it starts when a slot is free. */
   create(def: WorkflowDef, params: Record<string, unknown>): JobRecord {
     const now = new Date().toISOString();
     const job: JobRecord = {
@@ -127,15 +129,7 @@ export class JobRunner {
     this.jobs.set(job.uuid, job);
     this.trim();
     this.onChange();
-    const vm = typeof params.vm_uuid === 'string' ? params.vm_uuid : undefined;
-    const prev = (vm && this.vmTails.get(vm)) || Promise.resolve();
-    const run = prev.then(() => this.slots.run(() => this.execute(def, job)));
-    if (vm) {
-      const tail = run.finally(() => {
-        if (this.vmTails.get(vm) === tail) this.vmTails.delete(vm);
-      });
-      this.vmTails.set(vm, tail);
-    }
+    void this.slots.run(() => this.execute(def, job));
     return job;
   }
 
@@ -247,8 +241,23 @@ function isFinished(e: Execution): boolean {
   return e === 'succeeded' || e === 'failed' || e === 'canceled';
 }
 
+/**
+ * node-workflow's record of a failed step: strings as they are, restify-style errors (with a
+ * status) whole, other errors as `{name, message}`.
+ */
 function result(name: string, msg: string, err: unknown): ChainResult {
   const ts = new Date().toISOString();
-  const message = err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err);
-  return { result: msg, error: { name: err instanceof Error ? err.name : 'Error', message }, name, started_at: ts, finished_at: ts };
+  let error: StepError;
+  if (typeof err === 'string') error = err;
+  else if (err instanceof StepFailure) error = err.recorded;
+  else if (err instanceof Error) error = { name: err.name, message: err.message };
+  else error = JSON.stringify(err);
+  return { result: msg, error, name, started_at: ts, finished_at: ts };
+}
+
+/** A step failing with exactly what node-workflow would record (`cb('text')` or a peer's error). */
+export class StepFailure extends Error {
+  constructor(readonly recorded: StepError) {
+    super(typeof recorded === 'string' ? recorded : (recorded.message ?? 'step failed'));
+  }
 }

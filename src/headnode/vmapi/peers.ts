@@ -60,8 +60,41 @@ export class Peers {
     return this.json('GET', `${this.urls.cnapi}/servers/${encodeURIComponent(uuid)}`, undefined, reqId);
   }
 
-  allocate(payload: Obj, reqId: string): Promise<{ server: Obj }> {
+  allocate(payload: Obj, reqId: string): Promise<{ server: Obj; imgapiPeers?: unknown }> {
     return this.json('POST', `${this.urls.cnapi}/allocate`, payload, reqId);
+  }
+
+  capacity(servers: string[], reqId: string): Promise<Obj> {
+    return this.json('POST', `${this.urls.cnapi}/capacity`, { servers }, reqId);
+  }
+
+  /** CNAPI's copy of an image on a server (`GET /servers/:uuid/images/:uuid`). */
+  getServerImage(serverUuid: string, imageUuid: string, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.cnapi}/servers/${serverUuid}/images/${imageUuid}`, undefined, reqId);
+  }
+
+  getVmProc(serverUuid: string, vmUuid: string, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.cnapi}/servers/${serverUuid}/vms/${vmUuid}/proc`, undefined, reqId, 70_000);
+  }
+
+  // ---- CNAPI waitlist (sdc-clients CNAPI waitlistTicket*)
+
+  /** Create a ticket; answers `{uuid, queue}` as CNAPI does. */
+  createTicket(serverUuid: string, ticket: Obj, reqId: string): Promise<{ uuid: string; queue: Obj[] }> {
+    return this.json('POST', `${this.urls.cnapi}/servers/${serverUuid}/tickets`, ticket, reqId);
+  }
+
+  getTicket(uuid: string, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.cnapi}/tickets/${uuid}`, undefined, reqId);
+  }
+
+  /** Resolves once the ticket is active (CNAPI holds the request up to an hour). */
+  async waitTicket(uuid: string, reqId: string): Promise<void> {
+    await this.json('GET', `${this.urls.cnapi}/tickets/${uuid}/wait`, undefined, reqId, 3660_000);
+  }
+
+  async releaseTicket(uuid: string, reqId: string): Promise<void> {
+    await this.json('PUT', `${this.urls.cnapi}/tickets/${uuid}/release`, {}, reqId);
   }
 
   /** CNAPI VmLoad; undefined when the CN says the VM does not exist (404). */
@@ -88,6 +121,22 @@ export class Peers {
     return this.json('GET', `${this.urls.napi}/nics?${new URLSearchParams(query)}`, undefined, reqId);
   }
 
+  getNetworkPool(uuid: string, query: Record<string, string>, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.napi}/network_pools/${encodeURIComponent(uuid)}?${new URLSearchParams(query)}`, undefined, reqId);
+  }
+
+  listNetworkPools(query: Record<string, string>, reqId: string): Promise<Obj[]> {
+    return this.json('GET', `${this.urls.napi}/network_pools?${new URLSearchParams(query)}`, undefined, reqId);
+  }
+
+  getNetworkFor(uuid: string, query: Record<string, string>, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.napi}/networks/${encodeURIComponent(uuid)}?${new URLSearchParams(query)}`, undefined, reqId);
+  }
+
+  updateNic(mac: string, params: Obj, reqId: string): Promise<Obj> {
+    return this.json('PUT', `${this.urls.napi}/nics/${mac.replace(/:/g, '')}`, params, reqId);
+  }
+
   getNic(mac: string, reqId: string): Promise<Obj> {
     return this.json('GET', `${this.urls.napi}/nics/${mac.replace(/:/g, '')}`, undefined, reqId);
   }
@@ -108,13 +157,9 @@ export class Peers {
 
   // ---- IMGAPI
 
-  async getImage(uuid: string, reqId: string): Promise<Obj | undefined> {
-    try {
-      return await this.json('GET', `${this.urls.imgapi}/images/${encodeURIComponent(uuid)}`, undefined, reqId);
-    } catch (err) {
-      if (err instanceof HttpStatusError && err.statusCode === 404) return undefined;
-      throw err;
-    }
+  /** IMGAPI GetImage; a 404 is thrown like any other error. */
+  getImage(uuid: string, reqId: string): Promise<Obj> {
+    return this.json('GET', `${this.urls.imgapi}/images/${encodeURIComponent(uuid)}`, undefined, reqId);
   }
 }
 
@@ -128,8 +173,13 @@ export function relay(err: unknown): MockcloudError {
   return new MockcloudError('InternalError', err instanceof Error ? err.message : String(err), { cause: err });
 }
 
-/** A MockcloudError that keeps the peer's HTTP status, whatever it is (e.g. NAPI's 507). */
+/**
+ * A peer's error relayed whole: its HTTP status (e.g. NAPI's 507) and its body, extra keys
+ * included (VMAPI's formatter sends a restify client error's `body` as it came).
+ */
 export class PeerError extends MockcloudError {
+  private readonly peerBody: Record<string, unknown> | undefined;
+
   constructor(err: HttpStatusError) {
     const body = (err.body ?? {}) as { code?: unknown; message?: unknown; errors?: unknown };
     const code = statusToCode(err.statusCode);
@@ -138,7 +188,12 @@ export class PeerError extends MockcloudError {
       ...(Array.isArray(body.errors) ? { errors: body.errors as FieldError[] } : {}),
       cause: err,
     });
+    this.peerBody = err.body && typeof err.body === 'object' ? (err.body as Record<string, unknown>) : undefined;
     Object.defineProperty(this, 'statusCode', { value: err.statusCode, enumerable: true });
+  }
+
+  override toBody(): { code: string; message: string } {
+    return (this.peerBody as { code: string; message: string } | undefined) ?? super.toBody();
   }
 }
 

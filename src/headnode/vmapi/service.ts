@@ -1,20 +1,41 @@
 /**
  * The dev headnode's VMAPI: the VM store vm-agent and the workflows write, ListVms/GetVm
- * for consumers, and the VM actions as in-process jobs that drive CNAPI, NAPI and IMGAPI
- * over HTTP exactly as VMAPI's workflows do. State (VMs, jobs) lives in two documents of
- * the headnode store.
+ * for consumers, metadata and role tags, and the VM actions as in-process jobs that drive
+ * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
+ * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
+import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
+import { closeServer, createServer, listen, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
+import { VMAPI_CHANGEFEED_RESOURCES, vmChange } from './changefeed.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import type { VmapiContext } from './context.js';
 import { JobRunner } from './jobs.js';
 import { Peers } from './peers.js';
 import { mountJobRoutes } from './routes-jobs.js';
+import { mountMetadataRoutes } from './routes-metadata.js';
+import { mountRoleTagRoutes } from './routes-role-tags.js';
 import { mountVmRoutes } from './routes-vms.js';
 import { VmRegistry } from './vms.js';
-import { workflows, type WorkflowEnv } from './workflows.js';
+import type { WorkflowEnv } from './workflow-steps.js';
+import { workflows } from './workflows.js';
+
+/**
+ * VMAPI's curl user-agent plug-in (sdc-vmapi lib/restify-plugins/curl-user-agent.js): curl gets
+ * `Connection: close`, and no Content-Length on a HEAD answer (curl would wait for the body).
+ */
+function curlUserAgent(req: Req, res: Res, next: () => void): void {
+  const ua = req.headers['user-agent'];
+  if (ua && /^curl.+/.test(ua)) {
+    res.setHeader('Connection', 'close');
+    if (req.method === 'HEAD') res.once('header', () => res.removeHeader('content-length'));
+  }
+  next();
+}
 
 export interface VmapiServiceOptions {
   log: Logger;
@@ -29,7 +50,8 @@ export interface VmapiServiceOptions {
 export class VmapiService {
   private readonly log: Logger;
   private readonly http: JsonHttpClient;
-  private readonly vms = new VmRegistry();
+  private readonly changefeed: ChangefeedPublisher;
+  private readonly vms: VmRegistry;
   private readonly jobs: JobRunner;
   private readonly vmDoc: StateDocument;
   private readonly jobDoc: StateDocument;
@@ -39,6 +61,11 @@ export class VmapiService {
 
   constructor(opts: VmapiServiceOptions) {
     this.log = opts.log.child({ component: 'vmapi' });
+    this.changefeed = new ChangefeedPublisher({ log: this.log, resources: VMAPI_CHANGEFEED_RESOURCES });
+    this.vms = new VmRegistry((oldVm, newVm) => {
+      const item = vmChange(oldVm, newVm);
+      if (item) this.changefeed.publish(item);
+    });
     this.http = new JsonHttpClient({ maxSockets: 512, timeoutMs: 60_000, userAgent: 'vmapi/9.16.0 (mockcloud)' });
     const trim = (u: string): string => u.replace(/\/+$/, '');
     this.peers = new Peers(this.http, {
@@ -46,7 +73,7 @@ export class VmapiService {
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
     });
-    this.vmDoc = opts.store.document('vmapi-vms', () => ({ vms: this.vms.snapshot() }), { lazyDelayMs: 200 });
+    this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
     // Jobs: the newest 5000 are kept, saved at most once a second (nobody waits on them).
     this.jobDoc = opts.store.document('vmapi-jobs', () => ({ jobs: this.jobs.snapshot() }), { lazyDelayMs: 1000 });
     this.jobs = new JobRunner({
@@ -66,8 +93,7 @@ export class VmapiService {
   }
 
   async start(opts: { host: string; port: number }): Promise<void> {
-    const vdoc = (await this.vmDoc.load()) as { vms?: unknown } | undefined;
-    this.vms.restore(vdoc?.vms);
+    this.vms.restore(await this.vmDoc.load());
     const jdoc = (await this.jobDoc.load()) as { jobs?: unknown } | undefined;
     this.jobs.restore(jdoc?.jobs);
 
@@ -88,8 +114,16 @@ export class VmapiService {
       saveVms: () => this.vmDoc.save(),
     };
     const server = createServer({ name: 'vmapi', log: this.log });
+    server.pre(curlUserAgent);
     mountVmRoutes(server, ctx);
     mountJobRoutes(server, ctx);
+    mountRoleTagRoutes(server, ctx);
+    mountMetadataRoutes(server, ctx);
+    server.get({ path: CHANGEFEED_PATH, name: 'changefeeds' }, route(this.log, () => ok(this.changefeed.resourcesBody())));
+    server.get({ path: CHANGEFEED_STATS_PATH, name: 'changefeeds_stats' }, route(this.log, () => ok(this.changefeed.statsBody())));
+    server.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!this.changefeed.handleUpgrade(req, socket, head)) socket.destroy();
+    });
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, vms: this.vms.size }, 'VMAPI listening');
@@ -97,6 +131,7 @@ export class VmapiService {
 
   async stop(): Promise<void> {
     this.jobs.stop();
+    this.changefeed.close();
     if (this.server) await closeServer(this.server);
     this.server = undefined;
     this.http.close();

@@ -149,13 +149,14 @@ export class Allocator {
   /** One allocation run over `servers` (mutated as DAPI mutates them). */
   allocate(
     servers: DapiServer[],
-    request: { vm: Obj; img: Obj; pkg?: Obj; tickets: Ticket[] },
+    request: { vm: Obj; img: Obj; pkg?: Obj; tickets: Ticket[]; affinity?: { locality?: Obj; error?: string } },
   ): { server: DapiServer | undefined; steps: Step[] } {
     const opts: PluginOpts = {
       defaults: this.defaults,
       vm: request.vm,
       img: request.img,
       tickets: request.tickets,
+      ...(request.affinity ? { affinity: request.affinity } : {}),
       ...(request.pkg ? { pkg: massagePackage(request.pkg) } : {}),
       ...(this.getServerVms ? { getServerVms: this.getServerVms } : {}),
     };

@@ -3,9 +3,9 @@
  * soft-filter-*, calculate-*, load-server-vms, override-overprovisioning, identity), each under
  * the name DAPI gives it: that name is what `steps[].step` shows.
  *
- * Differences, documented in docs/dev-headnode.md: affinity rules are not resolved against
- * VMAPI (a request with `affinity` is refused by "Convert affinity to locality hints"), and
- * owner filters (`filter_owner_server`) are not evaluated (the dev headnode sets none).
+ * Affinity rules are looked up in VMAPI before the run (affinity.ts). Difference, documented
+ * in docs/dev-headnode.md: owner filters (`filter_owner_server`) are not evaluated (the dev
+ * headnode sets none).
  */
 import { validateServer } from './validations.js';
 import {
@@ -565,8 +565,11 @@ export const calculateAffinity: Plugin = {
   name: 'Convert affinity to locality hints',
   run: (servers, o) => {
     if (servers.length === 0) return keep(servers);
-    if (vmOf(o).affinity === undefined) return keep(servers, { skip: 'No affinity found' });
-    return { servers: [], reasons: { '*': 'affinity rules are not supported by the dev headnode' } };
+    const vm = vmOf(o);
+    if (vm.affinity === undefined) return keep(servers, { skip: 'No affinity found' });
+    if (o.affinity?.error !== undefined) return { servers: [], reasons: { '*': o.affinity.error } };
+    if (o.affinity?.locality) vm.locality = o.affinity.locality;
+    return keep(servers);
   },
 };
 

@@ -80,6 +80,8 @@ export interface PluginOpts {
   tickets?: Ticket[];
   /** The VMs of a server (load-server-vms); absent: server.vms is already filled. */
   getServerVms?: (server: DapiServer) => Obj[];
+  /** The VM's affinity rules as locality hints, looked up in VMAPI before the run (affinity.ts). */
+  affinity?: { locality?: Obj; error?: string };
 }
 
 export type Reasons = Record<string, string>;
