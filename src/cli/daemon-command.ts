@@ -6,7 +6,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { CliError } from './daemon-client.js';
+import { UsageError } from './daemon-client.js';
 
 interface DaemonArgs extends RawSettings {
   config?: string;
@@ -57,7 +57,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   if (typeof argv.config === 'string') flags.config = argv.config;
   const servers = argv.servers;
   if (servers !== undefined && (!Number.isInteger(servers) || servers < 0 || servers > MAX_CREATE_COUNT)) {
-    throw new CliError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
+    throw new UsageError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
   }
   const config = await resolveConfig({
     flags,

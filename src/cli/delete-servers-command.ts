@@ -6,7 +6,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
 import { computeNodes, deleteServers, listServers, newest } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
@@ -28,12 +28,12 @@ function builder(y: Argv): Argv<DeleteArgs> {
 async function handler(argv: DeleteArgs): Promise<void> {
   const uuids = (argv.uuids ?? []).map(String);
   const forms = [uuids.length > 0, argv.count !== undefined, argv.all === true].filter(Boolean).length;
-  if (forms !== 1) throw new CliError('name the CNs to delete in exactly one way: UUID..., --count N or --all');
+  if (forms !== 1) throw new UsageError('name the CNs to delete in exactly one way: UUID..., --count N or --all');
   const badUuid = uuids.find((u) => !isUuid(u));
-  if (badUuid !== undefined) throw new CliError(`${JSON.stringify(badUuid)} is not a server UUID`);
+  if (badUuid !== undefined) throw new UsageError(`${JSON.stringify(badUuid)} is not a server UUID`);
   if (argv.count !== undefined) {
     const bad = checkCount('--count', argv.count, 1, Number.MAX_SAFE_INTEGER);
-    if (bad) throw new CliError(bad);
+    if (bad) throw new UsageError(bad);
   }
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   let targets: string[];

@@ -6,11 +6,12 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
 import { computeNodes, createServers, deleteServers, listServers, newest, reportErrors } from './fleet-ops.js';
-import { checkCount, Progress, withDataDir, type DataDirArgs } from './options.js';
+import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import type { CreatedServer } from '../daemon/server-factory.js';
 
-interface EnsureArgs extends DataDirArgs {
+interface EnsureArgs extends DataDirArgs, JsonArgs {
   count: number;
   profile?: string;
   'hostname-prefix'?: string;
@@ -23,12 +24,12 @@ function builder(y: Argv): Argv<EnsureArgs> {
     .option('hostname-prefix', { type: 'string', describe: 'hostname prefix of the CNs created, if any (default VC)' })
     .epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
       'Running it again changes nothing. Exit 0 only when the daemon hosts exactly N CNs.');
-  return withDataDir(out) as Argv<EnsureArgs>;
+  return withJson(withDataDir(out), '{want, before, after, created, deleted, errors}') as Argv<EnsureArgs>;
 }
 
 async function handler(argv: EnsureArgs): Promise<void> {
   const bad = checkCount('N', argv.count, 0, MAX_CREATE_COUNT);
-  if (bad) throw new CliError(bad);
+  if (bad) throw new UsageError(bad);
   const want = argv.count;
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
@@ -38,6 +39,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   }
   const before = computeNodes(await listServers(daemon));
   const progress = new Progress();
+  const outcome: EnsureOutcome = { want, before: before.length, after: before.length, created: [], deleted: [], errors: [] };
   if (before.length < want) {
     process.stderr.write(`${before.length} mock CNs, want ${want}: creating ${want - before.length}\n`);
     const result = await createServers(
@@ -49,20 +51,36 @@ async function handler(argv: EnsureArgs): Promise<void> {
       },
       progress,
     );
+    outcome.created = result.created;
+    outcome.errors.push(...result.errors.map((e) => ({ message: e.message })));
     reportErrors('create', result.errors);
   } else if (before.length > want) {
     const doomed = newest(before, before.length - want).map((s) => s.uuid);
     process.stderr.write(`${before.length} mock CNs, want ${want}: deleting the ${doomed.length} newest\n`);
     const result = await deleteServers(daemon, doomed, progress);
     for (const d of result.deleted) for (const w of d.warnings) process.stderr.write(`mockcloud: ${d.uuid}: ${w}\n`);
+    outcome.deleted = result.deleted.map((d) => d.uuid);
+    outcome.errors.push(...result.errors);
     reportErrors('delete', result.errors);
   }
   const after = computeNodes(await listServers(daemon));
+  outcome.after = after.length;
+  if (argv.json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   if (after.length !== want) {
     process.exitCode = 1;
     throw new CliError(`the daemon hosts ${after.length} mock CNs (besides any headnode server), not ${want}`);
   }
-  process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
+  if (!argv.json) process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
+}
+
+/** What `ensure-servers -j` prints. */
+interface EnsureOutcome {
+  want: number;
+  before: number;
+  after: number;
+  created: CreatedServer[];
+  deleted: string[];
+  errors: { uuid?: string; message: string }[];
 }
 
 export const ensureServersCommand: CommandModule<object, EnsureArgs> = {

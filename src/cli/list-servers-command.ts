@@ -1,7 +1,8 @@
 /**
- * `mockcloud list-servers [-j]`: every mock CN of a data dir with its admin IP, cn-agent
- * address, VM count and CNAPI status. From the running daemon when there is one; otherwise
- * read from the data dir (no agent address then: nothing listens). The status comes from CNAPI
+ * `mockcloud list-servers [-H] [-o COLUMNS] [-s SORT] [-l] [-j]`: every mock CN of a data dir
+ * with its admin IP, cn-agent address, VM count and CNAPI status, as `triton` and `sdcadm` list
+ * things (src/cli/table.ts). From the running daemon when there is one; otherwise read from the
+ * data dir (no agent address then: nothing listens). The status comes from CNAPI
  * `GET /servers` when CNAPI answers, else "-".
  */
 import { promises as fsp } from 'node:fs';
@@ -14,9 +15,10 @@ import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import { cnapiStatuses, cnapiUrlFor } from './cnapi-view.js';
 import { clientDataDir, DaemonClient } from './daemon-client.js';
 import { listServers, type ServerSummary } from './fleet-ops.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { withDataDir, type DataDirArgs } from './options.js';
+import { formatTable, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
 
-interface ListArgs extends DataDirArgs, JsonArgs {
+interface ListArgs extends DataDirArgs, TableArgs {
   'cnapi-url'?: string;
 }
 
@@ -31,14 +33,39 @@ export interface ListedServer {
   status: string | null;
   /** The dev DC's headnode server (from its sysinfo's `headnode=true` boot parameter). */
   headnode: boolean;
+  /** "headnode" or "cn": the ROLE column. */
+  role: 'headnode' | 'cn';
+  /** When it was created (sysinfo "Zpool Creation"), ISO 8601; null when unknown. */
+  created: string | null;
 }
+
+/** What list-servers offers: every field of a row, by its JSON name. */
+export const LIST_TABLE: TableSpec = {
+  columns: [
+    { field: 'uuid', header: 'UUID' },
+    { field: 'hostname', header: 'HOSTNAME' },
+    { field: 'adminIp', header: 'ADMIN IP' },
+    { field: 'agentAddress', header: 'CN-AGENT' },
+    { field: 'vms', header: 'VMS', align: 'right' },
+    { field: 'status', header: 'STATUS' },
+    { field: 'role', header: 'ROLE' },
+    { field: 'created', header: 'CREATED' },
+    { field: 'headnode', header: 'HEADNODE' },
+  ],
+  defaults: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role'],
+  long: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'created'],
+  // The dev DC's headnode server first, then by hostname (uuid breaks ties).
+  sort: ['-headnode', 'hostname', 'uuid'],
+};
 
 function builder(y: Argv): Argv<ListArgs> {
   const out = y.option('cnapi-url', {
     type: 'string',
     describe: "CNAPI to ask for each CN's status when no daemon runs (env MOCKCLOUD_CNAPI_URL; default: the daemon's, or <data-dir>/headnode.json)",
   });
-  return withJson(withDataDir(out), 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode}') as Argv<ListArgs>;
+  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, created}')
+    .example('$0 list-servers -H -o uuid', 'one uuid per line')
+    .example('$0 list-servers -s -vms -o hostname,vms', 'the CNs with the most VMs first') as Argv<ListArgs>;
 }
 
 /** The CNs on disk, for when no daemon runs. Broken server dirs are listed with what is known. */
@@ -64,14 +91,17 @@ async function offlineServers(dataDir: string): Promise<ServerSummary[]> {
 }
 
 async function handler(argv: ListArgs): Promise<void> {
+  // Checked before anything is read: a bad -o or -s is a usage error whatever the fleet.
+  const sort = sortOf(LIST_TABLE, argv);
+  if (!argv.json) formatTable(LIST_TABLE, argv, []);
   const dataDir = clientDataDir(argv['data-dir']);
   const info = await readDaemonJson(dataDir);
   const live = info && isProcessAlive(info.pid) ? info : undefined;
   const servers = live ? await listServers(new DaemonClient(live)) : await offlineServers(dataDir);
   if (!live) process.stderr.write(`mockcloud: no daemon runs for ${dataDir}; listing the data dir\n`);
   const statuses = await cnapiStatuses(await cnapiUrlFor(dataDir, live, argv['cnapi-url']));
-  const rows: ListedServer[] = servers
-    .map((s) => ({
+  const rows: ListedServer[] = sortRows(
+    servers.map((s) => ({
       uuid: s.uuid,
       hostname: s.hostname,
       adminIp: s.adminIp,
@@ -79,23 +109,21 @@ async function handler(argv: ListArgs): Promise<void> {
       vms: s.vms,
       status: statuses?.get(s.uuid) ?? null,
       headnode: s.headnode === true,
-    }))
-    .sort((a, b) => Number(b.headnode) - Number(a.headnode) || a.hostname.localeCompare(b.hostname) || a.uuid.localeCompare(b.uuid));
+      role: s.headnode === true ? 'headnode' : 'cn',
+      created: typeof s.createdAt === 'number' ? new Date(s.createdAt * 1000).toISOString() : null,
+    })),
+    sort,
+  );
   if (argv.json) {
     process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
     return;
   }
-  const table = [
-    ['UUID', 'HOSTNAME', 'ADMIN IP', 'CN-AGENT', 'VMS', 'STATUS', 'ROLE'],
-    ...rows.map((r) => [r.uuid, r.hostname, r.adminIp ?? '-', r.agentAddress ?? '-', String(r.vms), r.status ?? '-', r.headnode ? 'headnode' : 'cn']),
-  ];
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  for (const row of table) process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
+  process.stdout.write(formatTable(LIST_TABLE, argv, rows));
 }
 
 export const listServersCommand: CommandModule<object, ListArgs> = {
   command: 'list-servers',
-  describe: 'List the mock CNs (the dev headnode server first): uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status, role (works without a daemon)',
+  describe: 'List the mock CNs (the dev headnode server first): uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status, role (works without a daemon); -H, -o, -s, -l, -j',
   builder,
   handler,
 };

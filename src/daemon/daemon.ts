@@ -4,19 +4,23 @@
  * daemon.json) and their order of start and stop. `stop()` releases every timer and socket,
  * so a SIGTERM ends the process cleanly.
  */
-import { promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
+import { validateFaultSpec } from '../agents/cn-agent/faults.js';
+import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { describeSystemError } from '../common/system-errors.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
 import { readSysinfoFile, adminNicOf, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
-import type { DaemonConfig } from './config.js';
+import { settingHint, type DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
 import { DaemonJsonWriter, daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
@@ -123,8 +127,9 @@ export class Daemon {
     this.startedAt = new Date();
     const { config, log } = this;
     try {
-      await fsp.mkdir(config.dataDir, { recursive: true });
+      await prepareDataDir(config.dataDir);
       await this.refuseSecondDaemon();
+      await probeBindIp(config.bindIp);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
 
@@ -211,7 +216,14 @@ export class Daemon {
       this.sampleRates();
 
       this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
-      await this.control.start();
+      await this.control.start().catch((err: unknown) => {
+        throw new MockcloudError(
+          'InvalidArgument',
+          `the control API cannot listen on 127.0.0.1:${config.controlPort}: ${describeSystemError(err)}; ` +
+            `choose another port with ${settingHint('controlPort')}, or 0 for any free one`,
+          { cause: err },
+        );
+      });
       await this.daemonJson.flush();
 
       await fleet.loadAll();
@@ -410,7 +422,7 @@ export class Daemon {
         return { servers: results, errors };
       },
       listFaults: () => this.faults().list(),
-      setFault: (body) => this.faults().set(body),
+      setFault: (body) => this.faults().set(this.checkFaultTargets(body)),
       clearFaults: (server) => {
         const f = this.faults();
         const before = f.list().length;
@@ -422,6 +434,24 @@ export class Daemon {
         return { removed: 1 };
       },
     };
+  }
+
+  /**
+   * A rule that can never fire is a mistake to say, not to keep: its task must be one cn-agent
+   * runs (the task registry), its server one of this fleet.
+   */
+  private checkFaultTargets(body: unknown): unknown {
+    const spec = validateFaultSpec(body);
+    if (spec.task !== undefined && !TASK_REGISTRY.has(spec.task)) {
+      throw new MockcloudError(
+        'InvalidArgument',
+        `fault: cn-agent has no task ${JSON.stringify(spec.task)}; its tasks are ${[...TASK_REGISTRY.keys()].sort().join(', ')}`,
+      );
+    }
+    if (spec.server !== undefined && !this.fleet.get(spec.server)) {
+      throw new MockcloudError('InvalidArgument', `fault: server ${spec.server} is not one of this daemon's mock CNs (see mockcloud list-servers)`);
+    }
+    return body;
   }
 
   private faults(): NonNullable<CnAgentHost['faults']> {
@@ -504,6 +534,42 @@ export class Daemon {
         arrayBuffersBytes: mem.arrayBuffers,
       },
     };
+  }
+}
+
+/** The data dir exists (made if need be) and takes files; else an error naming --data-dir. */
+async function prepareDataDir(dataDir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dataDir, { recursive: true });
+    await fsp.access(dataDir, fsConstants.W_OK);
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `cannot use ${dataDir} as the data dir: ${describeSystemError(err)}; choose another with ${settingHint('dataDir')}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Every CN's cn-agent socket binds the bind IP: an address this host does not have would fail
+ * each CN alone, after the data dir was read. One trial bind says it first, naming the flag.
+ */
+async function probeBindIp(ip: string): Promise<void> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ host: ip, port: 0, exclusive: true }, () => resolve());
+    });
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `the mock CNs cannot listen on ${ip}: ${describeSystemError(err)}; give an address of this host with ${settingHint('bindIp')}`,
+      { cause: err },
+    );
+  } finally {
+    await new Promise<void>((resolve) => (probe.listening ? probe.close(() => resolve()) : resolve()));
   }
 }
 
