@@ -1,13 +1,14 @@
 /**
  * `mockcloud delete-servers UUID... | --count N | --all`: remove mock CNs everywhere: the CN
  * stops, its VMs are marked destroyed in VMAPI, its and its VMs' NICs go from NAPI, its CNAPI
- * record and its directory are deleted. Triton clean-up is best effort: what failed is printed
- * as a warning (the CN itself is gone either way).
+ * record and its directory are deleted. Each Triton call is retried; a CN whose clean-up still
+ * fails stays "deleting" (an error, exit 1) until the next delete of it or the daemon's next
+ * start finishes it.
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
 import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
-import { computeNodes, deleteServers, listServers, newest } from './fleet-ops.js';
+import { computeNodes, deleteServers, deletingServers, listServers, newest } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface DeleteArgs extends DataDirArgs, JsonArgs {
@@ -42,6 +43,8 @@ async function handler(argv: DeleteArgs): Promise<void> {
   } else {
     const list = computeNodes(await listServers(daemon));
     targets = argv.all ? list.map((s) => s.uuid) : newest(list, argv.count!).map((s) => s.uuid);
+    // --all includes the removals an earlier run left unfinished.
+    if (argv.all) targets.push(...(await deletingServers(daemon)).filter((u) => !targets.includes(u)));
   }
   const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [] };
   if (argv.json) {

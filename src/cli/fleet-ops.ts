@@ -29,6 +29,12 @@ export function computeNodes(list: ServerSummary[]): ServerSummary[] {
   return list.filter((s) => s.headnode !== true);
 }
 
+/** Removed CNs the daemon still has to clean up in Triton (kept as "deleting"). */
+export async function deletingServers(daemon: DaemonClient): Promise<string[]> {
+  const status = await daemon.call<{ deletingServers?: unknown }>('GET', '/status');
+  return Array.isArray(status.deletingServers) ? status.deletingServers.filter((u): u is string => typeof u === 'string') : [];
+}
+
 export async function listServers(daemon: DaemonClient): Promise<ServerSummary[]> {
   const list = await daemon.call<ServerSummary[]>('GET', '/servers');
   if (!Array.isArray(list)) throw new CliError('the daemon answered GET /servers with something that is not a list');

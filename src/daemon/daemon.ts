@@ -86,6 +86,8 @@ export class Daemon {
   private ownsDataDir = false;
   private headnodeInstance: Headnode | undefined;
   private agentIps: LoopbackAgentIps | undefined;
+  /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
+  private resuming: Promise<void> | undefined;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -207,6 +209,7 @@ export class Daemon {
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
+        stopped: () => this.state === 'stopping' || this.state === 'stopped',
       });
 
       this.rates = new RateWindow(() => ({
@@ -226,7 +229,9 @@ export class Daemon {
       });
       await this.daemonJson.flush();
 
-      await fleet.loadAll();
+      const loaded = await fleet.loadAll();
+      // Removals an earlier run could not finish: in the background, the CNs are not waiting.
+      this.resuming = this.factory.resumeRemovals(loaded.deleting);
       await this.ensureHeadnodeServer();
       await cmon?.settled();
       this.state = 'running';
@@ -259,6 +264,7 @@ export class Daemon {
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
     this.http.close();
+    await step('interrupted removals', () => this.resuming);
     await step('daemon.json', () => this.daemonJson?.remove());
     await step('embedded headnode', () => this.headnodeInstance?.stop());
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
@@ -504,6 +510,8 @@ export class Daemon {
       dataDir: this.config.dataDir,
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
+      /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
+      deletingServers: this.factory?.deletingServers ?? [],
       /** The dev DC's headnode server among them, when this daemon hosts it. */
       headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,

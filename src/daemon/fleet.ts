@@ -12,7 +12,7 @@ import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
 import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
 import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn, PowerChange } from '../mockcn/types.js';
-import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
+import { scanServers } from '../mockcn/server-dir.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
@@ -42,6 +42,8 @@ export interface LoadReport {
   loaded: number;
   failed: { uuid: string; error: string }[];
   recovered: number;
+  /** Removals begun by an earlier run and not finished. */
+  deleting: string[];
 }
 
 export class Fleet implements FleetView {
@@ -108,11 +110,10 @@ export class Fleet implements FleetView {
   async loadAll(): Promise<LoadReport> {
     const { log, dataDir } = this.opts;
     const scan = await scanServers(dataDir);
-    const report: LoadReport = { loaded: 0, failed: [], recovered: 0 };
-    for (const uuid of scan.deleting) {
-      log.info({ server: uuid }, 'finishing an interrupted server removal');
-      await finishInterruptedRemoval(dataDir, uuid).catch((err: unknown) => log.warn({ err, server: uuid }, 'cannot finish removal'));
-    }
+    const report: LoadReport = { loaded: 0, failed: [], recovered: 0, deleting: [] };
+    // Removals begun and not finished (`.deleting-<uuid>`) are not CNs any more; their clean-up
+    // in Triton is the daemon's to finish (ServerFactory.resumeRemovals).
+    report.deleting = scan.deleting;
     for (const uuid of scan.creating) {
       if (!this.opts.recoverCreation) continue;
       try {
@@ -134,7 +135,7 @@ export class Fleet implements FleetView {
         report.failed.push({ uuid, error: e.message });
       }
     });
-    log.info({ loaded: report.loaded, failed: report.failed.length, recovered: report.recovered }, 'fleet loaded');
+    log.info({ loaded: report.loaded, failed: report.failed.length, recovered: report.recovered, deleting: report.deleting.length }, 'fleet loaded');
     return report;
   }
 

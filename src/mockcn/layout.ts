@@ -18,7 +18,9 @@
  *
  *   .creating-<uuid>/   a server being created; renamed to <uuid>/ once complete, so a crash
  *                       never leaves a half-made server that looks real;
- *   .deleting-<uuid>/   a server being removed; renamed away first so removal is atomic.
+ *   .deleting-<uuid>/   a server being removed: renamed away first (it is no CN any more), kept
+ *                       until its NICs, VMs and record are gone from NAPI, VMAPI and CNAPI, so
+ *                       a removal cut short is finished by the next start.
  */
 import path from 'node:path';
 import { isUuid } from '../common/uuid.js';

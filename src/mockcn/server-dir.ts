@@ -6,6 +6,10 @@
  * every file of the server; everything is fsynced and the dir is renamed to `servers/<uuid>/`
  * in one step. A server dir named by a UUID is therefore always complete; a crash leaves only
  * a `.creating-` dir, which the daemon finds at start (`scanServers`) and cleans up.
+ *
+ * Removal is staged too: the dir is renamed to `servers/.deleting-<uuid>/` first, and deleted
+ * only once the server's records outside (NAPI, VMAPI, CNAPI) are gone; a `.deleting-` dir
+ * found at start is a clean-up to finish.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -91,18 +95,40 @@ export async function readCreateMarker(dataDir: string, uuid: string): Promise<C
   }
 }
 
-/** Remove a server's directory: renamed away first (atomic), then deleted. */
-export async function removeServerDir(dataDir: string, uuid: string): Promise<void> {
-  const dir = serverPaths(dataDir, uuid).dir;
-  const doomed = deletingDir(dataDir, uuid);
+/**
+ * Step 1 of a removal: the server dir becomes `.deleting-<uuid>/` (one atomic, durable rename),
+ * so it is no longer a server any start would load, and what its clean-up needs (sysinfo with
+ * the admin NIC, the VM files) stays on disk until the clean-up is done. False when there is
+ * no such server dir.
+ */
+export async function markServerDeleting(dataDir: string, uuid: string): Promise<boolean> {
   try {
-    await fsp.rename(dir, doomed);
+    await fsp.rename(serverPaths(dataDir, uuid).dir, deletingDir(dataDir, uuid));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
   await fsyncDir(serversDir(dataDir));
-  await fsp.rm(doomed, { recursive: true, force: true });
+  return true;
+}
+
+/** Step 2, once nothing outside refers to the server any more: its files go. */
+export async function finishServerRemoval(dataDir: string, uuid: string): Promise<void> {
+  await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
+}
+
+/** Whether a removal of this server was begun and not finished. */
+export async function isServerDeleting(dataDir: string, uuid: string): Promise<boolean> {
+  try {
+    return (await fsp.stat(deletingDir(dataDir, uuid))).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Remove a server's directory at once: renamed away first (atomic), then deleted. */
+export async function removeServerDir(dataDir: string, uuid: string): Promise<void> {
+  if (await markServerDeleting(dataDir, uuid)) await finishServerRemoval(dataDir, uuid);
 }
 
 export interface ServerScan {
@@ -133,8 +159,4 @@ export async function scanServers(dataDir: string): Promise<ServerScan> {
     else scan.other.push(name);
   }
   return scan;
-}
-
-export async function finishInterruptedRemoval(dataDir: string, uuid: string): Promise<void> {
-  await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
 }

@@ -77,6 +77,11 @@ export class RecordingTriton {
     this.failures.push({ match: path, reply, remaining: times, ...(method ? { method } : {}) });
   }
 
+  /** Drop the injected failures not used yet. */
+  clearFailures(): void {
+    this.failures.length = 0;
+  }
+
   find(method: string, path: RegExp): RecordedRequest[] {
     return this.requests.filter((r) => r.method === method && path.test(r.path));
   }
