@@ -136,11 +136,14 @@ export interface DeleteOutcome {
   errors: { uuid: string; message: string }[];
 }
 
-/** Delete CNs (a few in parallel: each is several Triton calls), with progress. */
+/**
+ * Delete CNs, with progress. Several at once: each is a few Triton calls the daemon waits
+ * on (as many as create-servers creates at once).
+ */
 export async function deleteServers(daemon: DaemonClient, uuids: string[], progress: Progress): Promise<DeleteOutcome> {
   const out: DeleteOutcome = { deleted: [], errors: [] };
   progress.start('deleted', uuids.length);
-  await mapLimit(uuids, 8, async (uuid) => {
+  await mapLimit(uuids, 16, async (uuid) => {
     const res = await daemon.request<RemoveResult & { code?: string; message?: string }>('DELETE', `/servers/${uuid}`);
     if (res.status >= 200 && res.status < 300 && res.body) out.deleted.push({ ...res.body, warnings: res.body.warnings ?? [], vms: res.body.vms ?? [] });
     else out.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });

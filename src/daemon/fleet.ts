@@ -139,14 +139,16 @@ export class Fleet implements FleetView {
     return report;
   }
 
-  /** Load one server dir (already complete on disk) and start it. */
-  async load(uuid: string): Promise<MockCnImpl> {
+  /** Load one server dir (already complete on disk) and start it; `fresh`: just created. */
+  async load(uuid: string, opts: { fresh?: boolean } = {}): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
     await this.add(cn);
     // A reboot the previous daemon acknowledged but did not see through boots now.
-    void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
-      this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
-    );
+    if (!opts.fresh) {
+      void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
+        this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
+      );
+    }
     return cn;
   }
 

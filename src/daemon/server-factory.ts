@@ -24,7 +24,6 @@ import type { Sysinfo } from '../common/sysinfo.js';
 import { creatingDir, deletingDir, pathsUnder, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
-import { newUuid } from '../common/uuid.js';
 import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
 import { getProfile } from '../mockcn/profiles.js';
 import {
@@ -37,7 +36,7 @@ import {
   readCreateMarker,
 } from '../mockcn/server-dir.js';
 import { retryWithBackoff } from '../common/retry.js';
-import { buildSysinfo, isHeadnodeSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
+import { buildSysinfo, isHeadnodeSysinfo, macPairFrom, randomMockMac, serverUuidFor } from '../mockcn/sysinfo-template.js';
 import { normalizeMac } from '../vmadm/nics.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
@@ -156,32 +155,48 @@ export class ServerFactory {
   private async createOne(req: CreateRequest): Promise<CreatedServer> {
     const { config, fleet, log } = this.o;
     const profile = getProfile(req.profile);
-    const uuid = newUuid();
-    const adminMac = await this.freeMac();
-    const extraMac = await this.freeMac();
-    await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
-    try {
-      const adminIp = await this.allocateAdminNic(adminMac);
-      const sysinfo = buildSysinfo({
-        uuid,
-        profile,
-        datacenterName: config.datacenterName,
-        platform: config.platform,
-        adminMac,
-        adminIp,
-        extraMac,
-        ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
-        ...(req.headnode ? { headnode: true } : {}),
-        ...(this.o.externalNics ? { externalNic: true } : {}),
-      });
-      await finishServerCreation(config.dataDir, sysinfo);
-    } catch (err) {
-      await this.undoCreation(uuid, adminMac);
-      throw err;
+    let uuid = '';
+    for (let attempt = 1; ; attempt++) {
+      const { admin: adminMac, extra: extraMac } = await this.freeMacPair();
+      uuid = serverUuidFor(adminMac);
+      await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
+      let adminIp: string;
+      try {
+        adminIp = await this.allocateAdminNic(adminMac);
+      } catch (err) {
+        if (err instanceof AdminNicRefused) {
+          // NAPI answered no: it made no NIC, there is nothing of ours to release.
+          await abortServerCreation(config.dataDir, uuid);
+          // Another daemon (or a CN from before MACs came in pairs) took the MAC first: draw again.
+          if (err.duplicateMac && attempt < MAC_ATTEMPTS) continue;
+          throw err.error;
+        }
+        await this.undoCreation(uuid, adminMac);
+        throw err;
+      }
+      try {
+        const sysinfo = buildSysinfo({
+          uuid,
+          profile,
+          datacenterName: config.datacenterName,
+          platform: config.platform,
+          adminMac,
+          adminIp,
+          extraMac,
+          ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
+          ...(req.headnode ? { headnode: true } : {}),
+          ...(this.o.externalNics ? { externalNic: true } : {}),
+        });
+        await finishServerCreation(config.dataDir, sysinfo);
+      } catch (err) {
+        await this.undoCreation(uuid, adminMac);
+        throw err;
+      }
+      break;
     }
     // From here the server exists on disk; a start failure is reported but the dir stays
     // (the next daemon start loads it).
-    const cn = await fleet.load(uuid).catch((err: unknown) => {
+    const cn = await fleet.load(uuid, { fresh: true }).catch((err: unknown) => {
       const e = toMockcloudError(err);
       throw new MockcloudError('InternalError', `server ${uuid} was created but could not start: ${e.message}`, { cause: err });
     });
@@ -323,6 +338,13 @@ export class ServerFactory {
         failures.push(`${what}: ${toMockcloudError(err).message}`);
       }
     };
+    // CNAPI's record goes meanwhile; NAPI waits for VMAPI, which names the VMs whose NICs go too.
+    const cnapiDone = this.cnapi
+      ? step('CNAPI', async () => {
+          const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` });
+          if (res.statusCode >= 300 && res.statusCode !== 404) throw httpError('CNAPI', `DELETE /servers/${uuid}`, res);
+        })
+      : Promise.resolve();
     if (this.vmapi) await step('VMAPI', () => this.destroyVmsInVmapi(uuid, vmUuids));
     if (this.napi) {
       const macs = new Set<string>();
@@ -334,14 +356,9 @@ export class ServerFactory {
           for (const nic of owned.body as { mac?: unknown }[]) if (typeof nic.mac === 'string') macs.add(nic.mac);
         });
       }
-      for (const mac of macs) await step('NAPI', () => this.releaseNic(mac));
+      await Promise.all([...macs].map((mac) => step('NAPI', () => this.releaseNic(mac))));
     }
-    if (this.cnapi) {
-      await step('CNAPI', async () => {
-        const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` });
-        if (res.statusCode >= 300 && res.statusCode !== 404) throw httpError('CNAPI', `DELETE /servers/${uuid}`, res);
-      });
-    }
+    await cnapiDone;
     if (failures.length > 0) {
       this.o.countError('delete-server');
       for (const f of failures) this.o.log.warn({ server: uuid }, `removing server: ${f}`);
@@ -396,26 +413,30 @@ export class ServerFactory {
   }
 
   /**
-   * A random mock MAC that no mock CN of this daemon uses or is being given, and that NAPI does
-   * not know yet (the original gave up on a clash). The local check matters: only the admin MAC
-   * is registered in NAPI, and 10,000 CNs drawing from 2^24 MACs would otherwise share some.
+   * A CN's MAC pair (macPairFrom: an even admin MAC and the next one) that no mock CN of this
+   * daemon has or is being given. NAPI is asked about the second one only: the admin MAC is
+   * checked by NAPI itself when the admin NIC is made (a duplicate is refused, and drawn
+   * again), and the second one is taken wherever the admin MAC is, except by a CN made before
+   * MACs came in pairs, which NAPI knows.
    */
-  private async freeMac(): Promise<string> {
+  private async freeMacPair(): Promise<{ admin: string; extra: string }> {
     const taken = this.macsTaken();
     for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const mac = (this.o.randomMac ?? randomMockMac)();
-      if (taken.has(mac)) continue;
-      taken.add(mac);
-      if (!this.napi) return mac;
-      const res = await this.napiCall('GET', `/nics/${mac.replace(/:/g, '')}`);
-      if (res.statusCode === 404) return mac;
+      const pair = macPairFrom((this.o.randomMac ?? randomMockMac)());
+      if (taken.has(pair.admin) || taken.has(pair.extra)) continue;
+      taken.add(pair.admin);
+      taken.add(pair.extra);
+      if (!this.napi) return pair;
+      const nicPath = `/nics/${pair.extra.replace(/:/g, '')}`;
+      const res = await this.napiCall('GET', nicPath);
+      if (res.statusCode === 404) return pair;
       if (res.statusCode >= 200 && res.statusCode < 300) continue;
-      throw napiError(`GET /nics/${mac.replace(/:/g, '')}`, res);
+      throw napiError(`GET ${nicPath}`, res);
     }
     throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
   }
 
-  /** Built once from the fleet, then kept by `freeMac` (a deleted CN's MACs stay taken: harmless). */
+  /** Built once from the fleet, then kept by `freeMacPair` (a deleted CN's MACs stay taken: harmless). */
   private macsTaken(): Set<string> {
     if (!this.takenMacs) {
       this.takenMacs = new Set();
@@ -440,7 +461,7 @@ export class ServerFactory {
     try {
       return await this.postAdminNic(mac);
     } catch (err) {
-      if (!(err instanceof MockcloudError && err.cause !== undefined)) throw err; // NAPI answered: no
+      if (!(err instanceof MockcloudError && err.cause !== undefined)) throw err; // NAPI answered
       const nicPath = `/nics/${mac.replace(/:/g, '')}`;
       const got = await this.withRetries(() => this.napiCall('GET', nicPath));
       const ip = (got.body as { ip?: unknown } | undefined)?.ip;
@@ -460,7 +481,7 @@ export class ServerFactory {
       nic_tags_provided: ['admin'],
     });
     const ip = (res.body as { ip?: unknown } | undefined)?.ip;
-    if (res.statusCode < 200 || res.statusCode >= 300) throw napiError('POST /networks/admin/nics', res);
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new AdminNicRefused(napiError('POST /networks/admin/nics', res), isDuplicateMac(res.body));
     if (typeof ip !== 'string' || ip === '') {
       throw new MockcloudError('BadGateway', 'NAPI POST /networks/admin/nics answered without an ip');
     }
@@ -482,6 +503,22 @@ export class ServerFactory {
       throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
     }
   }
+}
+
+/** NAPI answered the admin NIC's POST with a refusal: no NIC was made. */
+class AdminNicRefused extends Error {
+  constructor(
+    readonly error: MockcloudError,
+    readonly duplicateMac: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+/** NAPI's answer to a NIC whose MAC it has: InvalidParameters, `mac` Duplicate (sdc-napi nic/create.js). */
+function isDuplicateMac(body: unknown): boolean {
+  const errors = (body as { errors?: { field?: string; code?: string }[] } | undefined)?.errors;
+  return Array.isArray(errors) && errors.some((e) => e?.field === 'mac' && e.code === 'Duplicate');
 }
 
 function napiError(what: string, res: { statusCode: number; body: unknown }): MockcloudError {

@@ -13,7 +13,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { createFileSynced, fsyncDir, writeFileDurable } from '../common/durable-file.js';
+import { createFileSynced, fsyncDir } from '../common/durable-file.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
 import {
@@ -51,8 +51,10 @@ export async function beginServerCreation(dataDir: string, marker: CreateMarker)
   // The marker matters only when something outside must be undone after a crash; without it
   // an interrupted staging dir is simply removed at the next start.
   if (marker.napiMacs.length === 0) return;
-  await writeFileDurable(path.join(staging, CREATE_MARKER_FILE), `${JSON.stringify(marker)}\n`);
-  await fsyncDir(root);
+  // Written in place (the dir is new: nobody reads it before it is whole). A marker cut short
+  // by a crash names nothing: nothing was asked of NAPI before it was durable.
+  await createFileSynced(path.join(staging, CREATE_MARKER_FILE), `${JSON.stringify(marker)}\n`);
+  await Promise.all([fsyncDir(staging), fsyncDir(root)]);
 }
 
 /** Step 2: write sysinfo.json into the staging dir, durably, and publish the server under its uuid. */
@@ -62,8 +64,11 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): P
   const final = serverPaths(dataDir, uuid).dir;
   // The marker stays until the server is published: a crash anywhere before the rename must
   // still name the NAPI NICs to release. After the rename it is only a stale file.
-  // Only sysinfo.json: the agents directory is implicit until an agents task writes it
-  // (agents-dir.ts), vms/ is made when the VM store opens, logs/ with the first task log.
+  // Only sysinfo.json and an empty vms/: the agents directory is implicit until an agents
+  // task writes it (agents-dir.ts), logs/ comes with the first task log.
+  // vms/ too, so its entry is durable with the same fsync of the dir (the VM store would make
+  // it, and sync the dir again, when the CN starts).
+  await fsp.mkdir(path.join(staging, 'vms'));
   await createFileSynced(path.join(staging, SYSINFO_FILE), serializeNewSysinfo(sysinfo));
   await fsyncDir(staging);
   try {

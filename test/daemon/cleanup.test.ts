@@ -16,7 +16,7 @@ import { noMdata } from '../../src/daemon/mdata.js';
 import { creatingDir, deletingDir, serverPaths } from '../../src/mockcn/layout.js';
 import { scanServers } from '../../src/mockcn/server-dir.js';
 import { FakeCnAgent, FakeVmadm, waitFor } from './helpers/fakes.js';
-import { RecordingTriton } from './helpers/recording-triton.js';
+import { LOST, RecordingTriton } from './helpers/recording-triton.js';
 
 const TIMINGS = { heartbeatIntervalMs: 200, statusThrottleMs: 200, startSpreadMs: 50, sysinfoBackoff: { minMs: 30, maxMs: 200 } };
 
@@ -120,8 +120,10 @@ describe('clean-up of removed and half-created CNs', () => {
 
   it('a creation whose admin NIC cannot be released keeps its marker, and the next start releases the NIC', async () => {
     await startDaemon();
-    // NAPI makes the NIC but the answer is a failure; and it will not release it either.
-    triton.failNext(/^\/networks\/admin\/nics$/, { status: 500, body: { code: 'InternalError', message: 'lost' } }, 1, 'POST');
+    // NAPI makes the NIC but the answer is lost; NAPI cannot say whether it has it, nor release it.
+    triton.failNext(/^\/networks\/admin\/nics$/, { status: LOST }, 1, 'POST');
+    // (The admin MAC: even; the GET of the odd one, before, checks the pair is free.)
+    triton.failNext(/^\/nics\/[0-9a-f]{11}[02468ace]$/, { status: 500, body: { code: 'InternalError', message: 'no moray' } }, 100, 'GET');
     triton.failNext(/^\/nics\/[0-9a-f]{12}$/, { status: 503, body: { code: 'ServiceUnavailable', message: 'busy' } }, 100, 'DELETE');
     const res = await api('POST', '/servers', { count: 1 });
     expect(res.status).toBeGreaterThanOrEqual(500);
@@ -129,6 +131,7 @@ describe('clean-up of removed and half-created CNs', () => {
     expect(scan.creating).toHaveLength(1);
     const marker = JSON.parse(await fsp.readFile(path.join(creatingDir(dataDir, scan.creating[0]!), 'create.json'), 'utf8')) as { napiMacs: string[] };
     const mac = marker.napiMacs[0]!.replace(/:/g, '');
+    expect(triton.nics.has(mac)).toBe(true);
     expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`)).length).toBe(5);
 
     await daemon!.stop();
@@ -136,5 +139,27 @@ describe('clean-up of removed and half-created CNs', () => {
     await startDaemon();
     expect((await scanServers(dataDir)).creating).toEqual([]);
     expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`)).length).toBe(6);
+    expect(triton.nics.has(mac)).toBe(false);
+  });
+
+  it('a POST of the admin NIC whose answer is lost is checked in NAPI: the NIC made is used, not made twice', async () => {
+    await startDaemon();
+    triton.failNext(/^\/networks\/admin\/nics$/, { status: LOST }, 1, 'POST');
+    const { uuid, mac } = await createOne();
+    expect(triton.find('POST', /^\/networks\/admin\/nics$/)).toHaveLength(1);
+    expect(triton.find('GET', new RegExp(`^/nics/${mac}$`)).length).toBeGreaterThanOrEqual(1);
+    expect(daemon!.fleet.get(uuid)!.sysinfo['Admin IP']).toBe(triton.nics.get(mac)!.ip);
+  });
+
+  it('a MAC NAPI already has (another daemon took it first) is drawn again; that NIC is left alone', async () => {
+    await startDaemon();
+    triton.failNext(/^\/networks\/admin\/nics$/, { status: 422, body: { code: 'InvalidParameters', message: 'Invalid parameters', errors: [{ field: 'mac', code: 'Duplicate', message: 'Already exists' }] } }, 1, 'POST');
+    const { mac } = await createOne();
+    const posts = triton.find('POST', /^\/networks\/admin\/nics$/);
+    expect(posts).toHaveLength(2);
+    const refused = String((posts[0]!.body as { mac: string }).mac).replace(/:/g, '');
+    expect(refused).not.toBe(mac);
+    expect(triton.find('DELETE', new RegExp(`^/nics/${refused}$`))).toEqual([]);
+    expect((await scanServers(dataDir)).creating).toEqual([]);
   });
 });
