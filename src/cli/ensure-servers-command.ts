@@ -25,7 +25,7 @@ function builder(y: Argv): Argv<EnsureArgs> {
     .option('hostname-prefix', { type: 'string', describe: 'hostname prefix of the CNs created, if any (default VC)' })
     .epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
       'Running it again changes nothing. Exit 0 only when the daemon hosts exactly N CNs.');
-  return withJson(withDataDir(out), '{want, before, after, created, deleted, errors}') as Argv<EnsureArgs>;
+  return withJson(withDataDir(out), '{daemon, want, before, after, created, deleted, errors, deleting}') as Argv<EnsureArgs>;
 }
 
 async function handler(argv: EnsureArgs): Promise<void> {
@@ -40,7 +40,16 @@ async function handler(argv: EnsureArgs): Promise<void> {
   }
   const before = computeNodes(await listServers(daemon));
   const progress = new Progress();
-  const outcome: EnsureOutcome = { want, before: before.length, after: before.length, created: [], deleted: [], errors: [], deleting: [] };
+  const outcome: EnsureOutcome = {
+    daemon: daemon.info.hostedBy ?? null,
+    want,
+    before: before.length,
+    after: before.length,
+    created: [],
+    deleted: [],
+    errors: [],
+    deleting: [],
+  };
   // Removals an earlier run left unfinished (NAPI, VMAPI or CNAPI failed then): finish them first.
   const pending = await deletingServers(daemon);
   if (pending.length > 0) {
@@ -93,6 +102,8 @@ async function handler(argv: EnsureArgs): Promise<void> {
 
 /** What `ensure-servers -j` prints. */
 interface EnsureOutcome {
+  /** The daemon's CNs' sysinfo `Mockcloud Daemon` ("<id>@<host>"): how CNAPI tells its CNs from others'. */
+  daemon: string | null;
   want: number;
   before: number;
   after: number;

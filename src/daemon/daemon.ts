@@ -28,6 +28,7 @@ import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { Fleet } from './fleet.js';
+import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, type CreateResult } from './server-factory.js';
@@ -88,6 +89,14 @@ export class Daemon {
   private agentIps: LoopbackAgentIps | undefined;
   /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
   private resuming: Promise<void> | undefined;
+  /** This data dir's daemon id (daemon-id.ts); known once started. */
+  daemonId: string | undefined;
+
+  /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
+  get hostedBy(): string {
+    if (!this.daemonId) throw new Error('daemon not started');
+    return hostedByValue(this.daemonId);
+  }
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -131,6 +140,7 @@ export class Daemon {
     try {
       await prepareDataDir(config.dataDir);
       await this.refuseSecondDaemon();
+      this.daemonId = await loadDaemonId(config.dataDir);
       await probeBindIp(config.bindIp);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
@@ -196,6 +206,7 @@ export class Daemon {
           void cmon?.settled().then(() => this.daemonJson?.markDirty());
         },
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
+        hostedBy: this.hostedBy,
         ...(agentIps ? { agentIpFor: (uuid: string) => agentIps.addressFor(uuid) } : {}),
       });
       this.fleetInstance = fleetRef.fleet = fleet;
@@ -382,6 +393,7 @@ export class Daemon {
     }
     const json: DaemonJson = {
       pid: process.pid,
+      ...(this.daemonId ? { daemonId: this.daemonId, hostedBy: this.hostedBy } : {}),
       startedAt: (this.startedAt ?? new Date()).toISOString(),
       state: this.state === 'running' ? 'running' : 'starting',
       dataDir: this.config.dataDir,
@@ -505,6 +517,9 @@ export class Daemon {
       version: PACKAGE_VERSION,
       state: this.state,
       hostname: os.hostname(),
+      /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */
+      daemonId: this.daemonId ?? null,
+      hostedBy: this.daemonId ? this.hostedBy : null,
       startedAt: this.startedAt?.toISOString(),
       uptimeSeconds: this.startedAt ? Math.round((Date.now() - this.startedAt.getTime()) / 1000) : 0,
       dataDir: this.config.dataDir,

@@ -36,6 +36,8 @@ export interface FleetOptions {
    * (agent-ips.ts). Absent, or resolving undefined: the cn-agent server's bind IP.
    */
   agentIpFor?: (uuid: string) => Promise<string | undefined>;
+  /** sysinfo `Mockcloud Daemon` of every CN: "<daemon id>@<host>". */
+  hostedBy?: string;
 }
 
 export interface LoadReport {
@@ -159,6 +161,7 @@ export class Fleet implements FleetView {
     try {
       try {
         const ip = await this.opts.agentIpFor?.(cn.uuid);
+        if (this.opts.hostedBy) cn.hostedBy = this.opts.hostedBy;
         cn.agentAddress = await this.opts.cnAgent.attach(cn, ip ? { ip } : {});
       } catch (err) {
         await this.closeVms(cn.uuid);

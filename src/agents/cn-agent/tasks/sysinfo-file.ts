@@ -6,7 +6,7 @@
  */
 import { writeFileDurable } from '../../../common/durable-file.js';
 import type { Sysinfo } from '../../../common/sysinfo.js';
-import { readSysinfoFile, RUNTIME_SYSINFO_KEYS } from '../../../mockcn/sysinfo-file.js';
+import { DAEMON_SYSINFO_KEY, readSysinfoFile, RUNTIME_SYSINFO_KEYS } from '../../../mockcn/sysinfo-file.js';
 import type { MockCn } from '../../../mockcn/types.js';
 
 export function readCnSysinfo(cn: MockCn): Promise<Sysinfo> {
@@ -19,13 +19,14 @@ export async function writeCnSysinfo(cn: MockCn, sysinfo: Sysinfo): Promise<void
   await writeFileDurable(cn.paths.sysinfo, `${JSON.stringify(copy, null, 2)}\n`);
 }
 
-/** sysinfo as the agent reports it: the file plus where this agent listens. */
+/** sysinfo as the agent reports it: the file plus where this agent listens and which daemon hosts it. */
 export function withAgentAddress(sysinfo: Sysinfo, cn: MockCn): Sysinfo {
   const out: Sysinfo = { ...sysinfo };
   if (cn.agentAddress) {
     out['CN Agent IP'] = cn.agentAddress.ip;
     out['CN Agent Port'] = cn.agentAddress.port;
   }
+  if (cn.hostedBy) out[DAEMON_SYSINFO_KEY] = cn.hostedBy;
   return out;
 }
 
