@@ -31,6 +31,8 @@ export interface HttpRequest {
    * task: at most `backgroundInFlight` of these are sent at once, the rest wait their turn.
    */
   background?: boolean;
+  /** On a connection of its own, not one of the pool's (a request sent again after a reset). */
+  freshConnection?: boolean;
 }
 
 /** A non-2xx answer; `body` is the peer's error body (restify-style when it is Triton). */
@@ -141,12 +143,14 @@ export class JsonHttpClient {
         settled = true;
         if (mayRetry && !timedOut && r.reusedSocket && isReset(err) && Date.now() < deadline) {
           this.stats.retries++;
-          resolve(this.attempt<T>(req, headers, payload, deadline, timeoutMs, false));
+          // On a new connection: the pool's other idle sockets may be as stale as this one.
+          resolve(this.attempt<T>({ ...req, freshConnection: true }, headers, payload, deadline, timeoutMs, false));
           return;
         }
         reject(err);
       };
-      const r = http.request(req.url, { method: req.method, headers, agent: this.agent }, (res) => {
+      const agent = req.freshConnection ? false : this.agent;
+      const r = http.request(req.url, { method: req.method, headers, agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (err) => fail(err, r));

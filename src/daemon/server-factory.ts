@@ -458,28 +458,29 @@ export class ServerFactory {
    */
   private async allocateAdminNic(mac: string): Promise<string> {
     if (!this.napi) return this.o.config.bindIp;
-    try {
-      return await this.postAdminNic(mac);
-    } catch (err) {
-      if (!(err instanceof MockcloudError && err.cause !== undefined)) throw err; // NAPI answered
-      const nicPath = `/nics/${mac.replace(/:/g, '')}`;
+    const nicPath = `/nics/${mac.replace(/:/g, '')}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // Sent again: on a connection of its own (the pool's idle ones may be as stale).
+        return await this.postAdminNic(mac, attempt > 1);
+      } catch (err) {
+        if (!(err instanceof MockcloudError && err.cause !== undefined) || attempt >= 3) throw err; // NAPI answered
+      }
       const got = await this.withRetries(() => this.napiCall('GET', nicPath));
       const ip = (got.body as { ip?: unknown } | undefined)?.ip;
       if (got.statusCode === 200 && typeof ip === 'string' && ip !== '') return ip;
-      if (got.statusCode === 404) return this.postAdminNic(mac);
-      throw napiError(`GET ${nicPath}`, got);
+      if (got.statusCode !== 404) throw napiError(`GET ${nicPath}`, got);
     }
   }
 
-  private async postAdminNic(mac: string): Promise<string> {
+  private async postAdminNic(mac: string, freshConnection: boolean): Promise<string> {
     const admin = this.o.config.adminUuid;
-    const res = await this.napiCall('POST', '/networks/admin/nics', {
-      belongs_to_type: 'other',
-      belongs_to_uuid: admin,
-      owner_uuid: admin,
-      mac,
-      nic_tags_provided: ['admin'],
-    });
+    const res = await this.napiCall(
+      'POST',
+      '/networks/admin/nics',
+      { belongs_to_type: 'other', belongs_to_uuid: admin, owner_uuid: admin, mac, nic_tags_provided: ['admin'] },
+      freshConnection,
+    );
     const ip = (res.body as { ip?: unknown } | undefined)?.ip;
     if (res.statusCode < 200 || res.statusCode >= 300) throw new AdminNicRefused(napiError('POST /networks/admin/nics', res), isDuplicateMac(res.body));
     if (typeof ip !== 'string' || ip === '') {
@@ -495,9 +496,14 @@ export class ServerFactory {
     if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${nicPath}`, res);
   }
 
-  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) {
+  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, freshConnection = false) {
     try {
-      return await this.o.http.request({ method, url: `${this.napi}${path}`, ...(body === undefined ? {} : { body }) });
+      return await this.o.http.request({
+        method,
+        url: `${this.napi}${path}`,
+        ...(body === undefined ? {} : { body }),
+        ...(freshConnection ? { freshConnection } : {}),
+      });
     } catch (err) {
       this.o.countError('napi');
       throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
