@@ -13,8 +13,10 @@
  *   1. `mockcloud ensure-servers COUNT` (creates or deletes mock CNs; idempotent), locally or,
  *      with --headnode, in the mockcloud zone through `ssh HOST zlogin ZONE ...`.
  *   2. Poll CNAPI `GET /servers?extras=sysinfo` (directly, or `sdc-cnapi` on the headnode)
- *      until at least COUNT servers have sysinfo "System Type" "Virtual" and every such server
- *      has status "running", or the timeout passes.
+ *      until at least COUNT servers of this daemon (sysinfo "Mockcloud Daemon", which
+ *      `ensure-servers -j` names; other daemons may register CNs with the same CNAPI) have
+ *      status "running", or the timeout passes. A mockcloud that names no daemon: every server
+ *      with sysinfo "System Type" "Virtual" counts.
  *
  * Exit 0 with a one-line summary on stdout only then; otherwise exit 1 with the reason on
  * stderr (2 for usage errors). Progress goes to stderr. Safe to run again at any time.
@@ -129,11 +131,12 @@ function shq(s) {
 
 /**
  * Runs a command; resolves with its stdout, rejects with its stderr. `passOutput` sends the
- * child's stdout and stderr to our stderr instead (progress of ensure-servers).
+ * child's stdout and stderr to our stderr instead; `passStderr` only its stderr (progress of
+ * ensure-servers), its stdout (the -j answer) is still returned.
  */
-function runCommand(cmd, args, { env = process.env, passOutput = false, timeoutMs } = {}) {
+function runCommand(cmd, args, { env = process.env, passOutput = false, passStderr = false, timeoutMs } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', passOutput ? 2 : 'pipe', passOutput ? 2 : 'pipe'] });
+    const child = spawn(cmd, args, { env, stdio: ['ignore', passOutput ? 2 : 'pipe', passOutput || passStderr ? 2 : 'pipe'] });
     let out = '';
     let err = '';
     child.stdout?.setEncoding('utf8').on('data', (d) => (out += d));
@@ -159,26 +162,37 @@ function ssh(opts, remoteArgs, extra = {}) {
   return runCommand('ssh', ['-o', 'BatchMode=yes', opts.headnode, remoteArgs.map(shq).join(' ')], extra);
 }
 
+/**
+ * `mockcloud ensure-servers COUNT -j`; resolves with the daemon its CNs name in sysinfo
+ * "Mockcloud Daemon" (undefined from a mockcloud that does not say).
+ */
 async function ensureServers(opts) {
+  let out;
   if (opts.headnode) {
     const zone = (await ssh(opts, ['vmadm', 'lookup', '-1', `alias=${opts.zoneAlias}`])).trim();
     if (!/^[0-9a-f-]{36}$/.test(zone)) throw new Error(`no zone with alias ${opts.zoneAlias} on ${opts.headnode}`);
-    const inner = [opts.mockcloud, 'ensure-servers', String(opts.count)];
+    const inner = [opts.mockcloud, 'ensure-servers', String(opts.count), '-j'];
     if (opts.dataDir) inner.push('--data-dir', opts.dataDir);
     // A login shell, so the zone's profile puts mockcloud on PATH.
-    await ssh(opts, ['zlogin', zone, '/bin/bash', '-lc', inner.map(shq).join(' ')], {
-      passOutput: true,
+    out = await ssh(opts, ['zlogin', zone, '/bin/bash', '-lc', inner.map(shq).join(' ')], {
+      passStderr: true,
       timeoutMs: opts.timeoutMs,
     });
-    return;
+  } else {
+    const args = ['ensure-servers', String(opts.count), '-j'];
+    if (opts.dataDir) args.push('--data-dir', opts.dataDir);
+    const env = { ...process.env };
+    if (opts.cnapiUrl) env.MOCKCLOUD_CNAPI_URL = opts.cnapiUrl;
+    if (opts.vmapiUrl) env.MOCKCLOUD_VMAPI_URL = opts.vmapiUrl;
+    if (opts.napiUrl) env.MOCKCLOUD_NAPI_URL = opts.napiUrl;
+    out = await runCommand(opts.mockcloud, args, { env, passStderr: true, timeoutMs: opts.timeoutMs });
   }
-  const args = ['ensure-servers', String(opts.count)];
-  if (opts.dataDir) args.push('--data-dir', opts.dataDir);
-  const env = { ...process.env };
-  if (opts.cnapiUrl) env.MOCKCLOUD_CNAPI_URL = opts.cnapiUrl;
-  if (opts.vmapiUrl) env.MOCKCLOUD_VMAPI_URL = opts.vmapiUrl;
-  if (opts.napiUrl) env.MOCKCLOUD_NAPI_URL = opts.napiUrl;
-  await runCommand(opts.mockcloud, args, { env, passOutput: true, timeoutMs: opts.timeoutMs });
+  try {
+    const daemon = JSON.parse(out).daemon;
+    return typeof daemon === 'string' && daemon ? daemon : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The body of an sdc-cnapi answer (status line, headers, blank line, JSON). */
@@ -217,8 +231,15 @@ async function listServers(opts) {
   throw new Error(`CNAPI lists more than ${MAX_PAGES * PAGE_SIZE} servers`);
 }
 
-function mockCnCensus(servers) {
-  const mock = servers.filter((s) => s && s.sysinfo && s.sysinfo['System Type'] === 'Virtual');
+/** The daemon id of a "Mockcloud Daemon" value ("<id>@<host>"). */
+const daemonIdOf = (v) => (typeof v === 'string' ? v.split('@')[0] : undefined);
+
+/** This daemon's mock CNs (all mock CNs when it names no daemon), and how many run. */
+function mockCnCensus(servers, daemon) {
+  const ours = daemon
+    ? (s) => daemonIdOf(s.sysinfo['Mockcloud Daemon']) === daemonIdOf(daemon)
+    : (s) => s.sysinfo['System Type'] === 'Virtual';
+  const mock = servers.filter((s) => s && s.sysinfo && ours(s));
   const notRunning = mock.filter((s) => s.status !== 'running');
   return { mock: mock.length, running: mock.length - notRunning.length, notRunning };
 }
@@ -249,21 +270,24 @@ async function main() {
   const progress = (msg) => process.stderr.write(`${PROG}: ${msg}\n`);
 
   progress(`ensuring ${opts.count} mock CNs`);
+  let daemon;
   try {
-    await ensureServers(opts);
+    daemon = await ensureServers(opts);
   } catch (err) {
     process.stderr.write(`${PROG}: FAILED: mockcloud ensure-servers ${opts.count}: ${err.message}\n`);
     return 1;
   }
 
-  progress(`waiting up to ${opts.timeoutMs / 1000}s for ${opts.count} mock CNs running in CNAPI (${where})`);
+  progress(
+    `waiting up to ${opts.timeoutMs / 1000}s for ${opts.count} mock CNs${daemon ? ` of daemon ${daemon}` : ''} running in CNAPI (${where})`,
+  );
   const deadline = started + opts.timeoutMs;
   let last = '';
   let lastShown = 0;
   let reason = 'no answer from CNAPI yet';
   for (;;) {
     try {
-      const c = mockCnCensus(await listServers(opts));
+      const c = mockCnCensus(await listServers(opts), daemon);
       if (c.mock >= opts.count && c.notRunning.length === 0) {
         const secs = Math.round((Date.now() - started) / 1000);
         process.stdout.write(

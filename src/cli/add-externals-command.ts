@@ -11,10 +11,10 @@ import type { Argv, CommandModule } from 'yargs';
 import { mapLimit } from '../daemon/concurrency.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { cnapiServers, cnapiUrlFor, type CnapiServer } from './cnapi-view.js';
-import { clientDataDir, CliError } from './daemon-client.js';
-import { Progress, withDataDir, type DataDirArgs } from './options.js';
+import { clientDataDir, CliError, UsageError } from './daemon-client.js';
+import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
-interface AddExternalsArgs extends DataDirArgs {
+interface AddExternalsArgs extends DataDirArgs, JsonArgs {
   'cnapi-url'?: string;
   timeout: number;
 }
@@ -25,7 +25,7 @@ function builder(y: Argv): Argv<AddExternalsArgs> {
   const out = y
     .option('cnapi-url', { type: 'string', describe: "CNAPI (env MOCKCLOUD_CNAPI_URL; default: the running daemon's)" })
     .option('timeout', { type: 'number', default: 60, describe: 'seconds to wait, in all, until CNAPI shows every CN with its external NIC' });
-  return withDataDir(out) as Argv<AddExternalsArgs>;
+  return withJson(withDataDir(out), '{added, already, errors}') as Argv<AddExternalsArgs>;
 }
 
 function dnet1(server: CnapiServer): { mac?: string; tags: string[] } | undefined {
@@ -59,7 +59,7 @@ async function addExternal(cnapi: string, server: CnapiServer, mac: string, dead
 }
 
 async function handler(argv: AddExternalsArgs): Promise<void> {
-  if (!(argv.timeout > 0)) throw new CliError('--timeout must be a number of seconds > 0');
+  if (!(argv.timeout > 0)) throw new UsageError('--timeout must be a number of seconds > 0');
   const dataDir = clientDataDir(argv['data-dir']);
   const info = await readDaemonJson(dataDir);
   const live = info && isProcessAlive(info.pid) ? info : undefined;
@@ -85,21 +85,25 @@ async function handler(argv: AddExternalsArgs): Promise<void> {
     else todo.push({ server: s, mac: nic.mac });
   }
   const progress = new Progress();
+  progress.start('tagged', todo.length);
   const errors: string[] = [];
+  const added: string[] = [];
   let done = 0;
   const deadline = Date.now() + argv.timeout * 1000;
   await mapLimit(todo, 8, async ({ server, mac }) => {
     try {
       await addExternal(cnapi, server, mac, deadline);
+      added.push(server.uuid);
       done++;
     } catch (err) {
       errors.push(`${server.uuid}: ${(err as Error).message}`);
     }
-    progress.update(`external NICs added: ${done}/${todo.length}${errors.length ? `, ${errors.length} failed` : ''}`);
+    progress.update(done, errors.length);
   });
-  progress.done();
+  progress.stop();
   for (const e of errors) process.stderr.write(`mockcloud: ${e}\n`);
-  process.stdout.write(`added an external NIC to ${done} mock CN(s); ${have} had one already${errors.length ? `; ${errors.length} failed` : ''}\n`);
+  if (argv.json) process.stdout.write(`${JSON.stringify({ added: added.sort(), already: have, errors }, null, 2)}\n`);
+  else process.stdout.write(`added an external NIC to ${done} mock CN(s); ${have} had one already${errors.length ? `; ${errors.length} failed` : ''}\n`);
   if (errors.length > 0) process.exitCode = 1;
 }
 

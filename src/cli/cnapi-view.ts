@@ -38,14 +38,18 @@ export interface CnapiServer {
   hostname?: string;
   status?: string;
   setup?: boolean;
+  headnode?: boolean;
+  created?: string;
+  vms?: Record<string, unknown>;
   sysinfo?: Record<string, unknown>;
 }
 
 /** Every server CNAPI lists (paged), or throws with the reason. */
-export async function cnapiServers(cnapi: string, opts: { sysinfo?: boolean; timeoutMs?: number } = {}): Promise<CnapiServer[]> {
+export async function cnapiServers(cnapi: string, opts: { sysinfo?: boolean; vms?: boolean; timeoutMs?: number } = {}): Promise<CnapiServer[]> {
   const out: CnapiServer[] = [];
+  const extras = [opts.sysinfo ? 'sysinfo' : '', opts.vms ? 'vms' : ''].filter(Boolean).join(',');
   for (let page = 0; page < MAX_PAGES; page++) {
-    const q = `limit=${PAGE}&offset=${page * PAGE}${opts.sysinfo ? '&extras=sysinfo' : ''}`;
+    const q = `limit=${PAGE}&offset=${page * PAGE}${extras ? `&extras=${extras}` : ''}`;
     const res = await fetch(`${cnapi}/servers?${q}`, { signal: AbortSignal.timeout(opts.timeoutMs ?? 15_000) });
     if (!res.ok) throw new Error(`CNAPI GET /servers: HTTP ${res.status}`);
     const body = (await res.json()) as unknown;

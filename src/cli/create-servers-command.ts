@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
 import { createServers, printCreated, reportErrors } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
@@ -25,7 +25,7 @@ function builder(y: Argv): Argv<CreateArgs> {
 
 async function handler(argv: CreateArgs): Promise<void> {
   const bad = checkCount('N', argv.count, 1, MAX_CREATE_COUNT);
-  if (bad) throw new CliError(bad);
+  if (bad) throw new UsageError(bad);
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   const result = await createServers(
     daemon,

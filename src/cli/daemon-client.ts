@@ -3,13 +3,23 @@
  * the answer is checked (pid alive, API answering) so a stopped daemon gives a clear error.
  */
 import path from 'node:path';
+import { describeSystemError } from '../common/system-errors.js';
 import { daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from '../daemon/daemon-json.js';
 import { impliedDataDir } from './last-daemon.js';
 
+/** A failure the CLI reports in one line (exit 1), without a stack. */
 export class CliError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'CliError';
+  }
+}
+
+/** The command line itself is wrong (a bad count, a flag that is not one): exit 2, with a hint. */
+export class UsageError extends CliError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
   }
 }
 
@@ -43,9 +53,8 @@ export class DaemonClient {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
-      throw new CliError(
-        `cannot reach the mockcloud daemon at ${this.url} (pid ${this.info.pid}): ${(err as Error).cause ? String((err as Error).cause) : (err as Error).message}`,
-      );
+      const why = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : describeSystemError((err as Error).cause ?? err);
+      throw new CliError(`cannot reach the mockcloud daemon at ${this.url} (pid ${this.info.pid}): ${why}`);
     }
     const text = await res.text();
     let parsed: unknown = undefined;

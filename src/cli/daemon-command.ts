@@ -15,7 +15,7 @@ import { createLogger } from '../common/log.js';
 import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { CliError } from './daemon-client.js';
+import { CliError, UsageError } from './daemon-client.js';
 import { recordLastDaemon } from './last-daemon.js';
 
 const require = createRequire(import.meta.url);
@@ -72,7 +72,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   if (typeof argv.config === 'string') flags.config = argv.config;
   const servers = argv.servers;
   if (servers !== undefined && (!Number.isInteger(servers) || servers < 0 || servers > MAX_CREATE_COUNT)) {
-    throw new CliError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
+    throw new UsageError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
   }
   const config = await resolveConfig({
     flags,

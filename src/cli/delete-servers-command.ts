@@ -1,13 +1,14 @@
 /**
  * `mockcloud delete-servers UUID... | --count N | --all`: remove mock CNs everywhere: the CN
  * stops, its VMs are marked destroyed in VMAPI, its and its VMs' NICs go from NAPI, its CNAPI
- * record and its directory are deleted. Triton clean-up is best effort: what failed is printed
- * as a warning (the CN itself is gone either way).
+ * record and its directory are deleted. Each Triton call is retried; a CN whose clean-up still
+ * fails stays "deleting" (an error, exit 1) until the next delete of it or the daemon's next
+ * start finishes it.
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
-import { computeNodes, deleteServers, listServers, newest } from './fleet-ops.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { computeNodes, deleteServers, deletingServers, listServers, newest } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface DeleteArgs extends DataDirArgs, JsonArgs {
@@ -28,12 +29,12 @@ function builder(y: Argv): Argv<DeleteArgs> {
 async function handler(argv: DeleteArgs): Promise<void> {
   const uuids = (argv.uuids ?? []).map(String);
   const forms = [uuids.length > 0, argv.count !== undefined, argv.all === true].filter(Boolean).length;
-  if (forms !== 1) throw new CliError('name the CNs to delete in exactly one way: UUID..., --count N or --all');
+  if (forms !== 1) throw new UsageError('name the CNs to delete in exactly one way: UUID..., --count N or --all');
   const badUuid = uuids.find((u) => !isUuid(u));
-  if (badUuid !== undefined) throw new CliError(`${JSON.stringify(badUuid)} is not a server UUID`);
+  if (badUuid !== undefined) throw new UsageError(`${JSON.stringify(badUuid)} is not a server UUID`);
   if (argv.count !== undefined) {
     const bad = checkCount('--count', argv.count, 1, Number.MAX_SAFE_INTEGER);
-    if (bad) throw new CliError(bad);
+    if (bad) throw new UsageError(bad);
   }
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   let targets: string[];
@@ -42,6 +43,8 @@ async function handler(argv: DeleteArgs): Promise<void> {
   } else {
     const list = computeNodes(await listServers(daemon));
     targets = argv.all ? list.map((s) => s.uuid) : newest(list, argv.count!).map((s) => s.uuid);
+    // --all includes the removals an earlier run left unfinished.
+    if (argv.all) targets.push(...(await deletingServers(daemon)).filter((u) => !targets.includes(u)));
   }
   const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [] };
   if (argv.json) {

@@ -1,16 +1,18 @@
 /**
  * `mockcloud ensure-servers N`: converge the running daemon on exactly N mock CNs, creating the
  * missing ones or deleting the newest (everywhere: VMs in VMAPI, NICs in NAPI, the CNAPI record,
- * the dir). Idempotent; exits non-zero unless the daemon hosts exactly N CNs at the end.
+ * the dir). Idempotent; exits non-zero unless the daemon hosts exactly N CNs at the end and no
+ * removed CN is left "deleting" (its clean-up in Triton undone).
  * Used by smf/method/mockcloud-setup and tools/nightly-setup-hook.
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
-import { computeNodes, createServers, deleteServers, listServers, newest, reportErrors } from './fleet-ops.js';
-import { checkCount, Progress, withDataDir, type DataDirArgs } from './options.js';
+import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
+import { computeNodes, createServers, deleteServers, deletingServers, listServers, newest, reportErrors } from './fleet-ops.js';
+import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import type { CreatedServer } from '../daemon/server-factory.js';
 
-interface EnsureArgs extends DataDirArgs {
+interface EnsureArgs extends DataDirArgs, JsonArgs {
   count: number;
   profile?: string;
   'hostname-prefix'?: string;
@@ -23,12 +25,12 @@ function builder(y: Argv): Argv<EnsureArgs> {
     .option('hostname-prefix', { type: 'string', describe: 'hostname prefix of the CNs created, if any (default VC)' })
     .epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
       'Running it again changes nothing. Exit 0 only when the daemon hosts exactly N CNs.');
-  return withDataDir(out) as Argv<EnsureArgs>;
+  return withJson(withDataDir(out), '{daemon, want, before, after, created, deleted, errors, deleting}') as Argv<EnsureArgs>;
 }
 
 async function handler(argv: EnsureArgs): Promise<void> {
   const bad = checkCount('N', argv.count, 0, MAX_CREATE_COUNT);
-  if (bad) throw new CliError(bad);
+  if (bad) throw new UsageError(bad);
   const want = argv.count;
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
@@ -38,6 +40,23 @@ async function handler(argv: EnsureArgs): Promise<void> {
   }
   const before = computeNodes(await listServers(daemon));
   const progress = new Progress();
+  const outcome: EnsureOutcome = {
+    daemon: daemon.info.hostedBy ?? null,
+    want,
+    before: before.length,
+    after: before.length,
+    created: [],
+    deleted: [],
+    errors: [],
+    deleting: [],
+  };
+  // Removals an earlier run left unfinished (NAPI, VMAPI or CNAPI failed then): finish them first.
+  const pending = await deletingServers(daemon);
+  if (pending.length > 0) {
+    process.stderr.write(`finishing ${pending.length} earlier removal(s) whose clean-up in Triton was left undone\n`);
+    const result = await deleteServers(daemon, pending, progress);
+    outcome.deleted.push(...result.deleted.map((d) => d.uuid));
+  }
   if (before.length < want) {
     process.stderr.write(`${before.length} mock CNs, want ${want}: creating ${want - before.length}\n`);
     const result = await createServers(
@@ -49,20 +68,50 @@ async function handler(argv: EnsureArgs): Promise<void> {
       },
       progress,
     );
+    outcome.created = result.created;
+    outcome.errors.push(...result.errors.map((e) => ({ message: e.message })));
     reportErrors('create', result.errors);
   } else if (before.length > want) {
     const doomed = newest(before, before.length - want).map((s) => s.uuid);
     process.stderr.write(`${before.length} mock CNs, want ${want}: deleting the ${doomed.length} newest\n`);
     const result = await deleteServers(daemon, doomed, progress);
     for (const d of result.deleted) for (const w of d.warnings) process.stderr.write(`mockcloud: ${d.uuid}: ${w}\n`);
+    outcome.deleted = result.deleted.map((d) => d.uuid);
+    outcome.errors.push(...result.errors);
     reportErrors('delete', result.errors);
   }
   const after = computeNodes(await listServers(daemon));
+  outcome.after = after.length;
+  outcome.deleting = await deletingServers(daemon);
+  if (argv.json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
   if (after.length !== want) {
     process.exitCode = 1;
     throw new CliError(`the daemon hosts ${after.length} mock CNs (besides any headnode server), not ${want}`);
   }
-  process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
+  if (outcome.deleting.length > 0) {
+    // The count is right, but Triton still holds NICs, VMs or records of removed CNs.
+    process.exitCode = 1;
+    throw new CliError(
+      `${want} mock CNs, but ${outcome.deleting.length} removed CN(s) are still "deleting" (their NAPI NICs, VMAPI VMs or ` +
+        `CNAPI record could not be cleaned up; see the daemon's log): ${outcome.deleting.slice(0, 5).join(', ')}` +
+        `${outcome.deleting.length > 5 ? ', ...' : ''}; run ensure-servers again, or the daemon finishes them at its next start`,
+    );
+  }
+  if (!argv.json) process.stdout.write(`${want} mock CNs (${before.length === want ? 'nothing to do' : `were ${before.length}`})\n`);
+}
+
+/** What `ensure-servers -j` prints. */
+interface EnsureOutcome {
+  /** The daemon's CNs' sysinfo `Mockcloud Daemon` ("<id>@<host>"): how CNAPI tells its CNs from others'. */
+  daemon: string | null;
+  want: number;
+  before: number;
+  after: number;
+  created: CreatedServer[];
+  deleted: string[];
+  errors: { uuid?: string; message: string }[];
+  /** Removed CNs whose clean-up in Triton is still not done. */
+  deleting: string[];
 }
 
 export const ensureServersCommand: CommandModule<object, EnsureArgs> = {

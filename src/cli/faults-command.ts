@@ -4,7 +4,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
 import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface FaultsArgs extends DataDirArgs, JsonArgs {
@@ -50,7 +50,7 @@ function describeRule(r: FaultRule): string {
 }
 
 async function handler(argv: FaultsArgs): Promise<void> {
-  if (argv.server !== undefined && !isUuid(argv.server)) throw new CliError(`--server ${JSON.stringify(argv.server)} is not a server UUID`);
+  if (argv.server !== undefined && !isUuid(argv.server)) throw new UsageError(`--server ${JSON.stringify(argv.server)} is not a server UUID`);
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   let answer: unknown;
   switch (argv.action) {
@@ -68,7 +68,7 @@ async function handler(argv: FaultsArgs): Promise<void> {
       break;
     }
     case 'remove':
-      if (!argv.id) throw new CliError('name the rule to remove: mockcloud faults remove ID (see mockcloud faults list)');
+      if (!argv.id) throw new UsageError('name the rule to remove: mockcloud faults remove ID (see mockcloud faults list)');
       answer = await daemon.call('DELETE', `/faults/${encodeURIComponent(argv.id)}`);
       break;
     case 'clear':

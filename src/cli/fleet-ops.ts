@@ -29,6 +29,12 @@ export function computeNodes(list: ServerSummary[]): ServerSummary[] {
   return list.filter((s) => s.headnode !== true);
 }
 
+/** Removed CNs the daemon still has to clean up in Triton (kept as "deleting"). */
+export async function deletingServers(daemon: DaemonClient): Promise<string[]> {
+  const status = await daemon.call<{ deletingServers?: unknown }>('GET', '/status');
+  return Array.isArray(status.deletingServers) ? status.deletingServers.filter((u): u is string => typeof u === 'string') : [];
+}
+
 export async function listServers(daemon: DaemonClient): Promise<ServerSummary[]> {
   const list = await daemon.call<ServerSummary[]>('GET', '/servers');
   if (!Array.isArray(list)) throw new CliError('the daemon answered GET /servers with something that is not a list');
@@ -47,40 +53,82 @@ export interface CreateOptions {
  * start what a crash interrupted.
  */
 export async function createServers(daemon: DaemonClient, count: number, opts: CreateOptions, progress: Progress): Promise<CreateResult> {
+  const run: CreateRun = { daemon, count, opts, progress, all: { created: [], errors: [] }, before: 0, inFlight: 0 };
+  run.before = await serversOnDisk(daemon);
+  progress.start('created', count);
+  // Ctrl-C of the CLI: the batch in flight is the daemon's to finish (each CN whole or not at
+  // all); say how many exist so far, and send no more batches.
+  const onInterrupt = (signal: NodeJS.Signals): void => {
+    progress.stop();
+    void serversOnDisk(daemon)
+      .catch(() => run.before + run.all.created.length)
+      .then((n) => {
+        process.stderr.write(
+          `mockcloud: interrupted: created ${n - run.before} of ${count} servers so far; the daemon finishes the batch in flight ` +
+            `(up to ${run.inFlight} more); run \`mockcloud ensure-servers\` to converge\n`,
+        );
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      });
+  };
+  process.once('SIGINT', onInterrupt);
+  process.once('SIGTERM', onInterrupt);
+  try {
+    await createInBatches(run);
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    process.off('SIGTERM', onInterrupt);
+    progress.stop();
+  }
+  return run.all;
+}
+
+interface CreateRun {
+  daemon: DaemonClient;
+  count: number;
+  opts: CreateOptions;
+  progress: Progress;
+  all: CreateResult;
+  /** CNs on disk before the run. */
+  before: number;
+  /** CNs asked for in the batch in flight. */
+  inFlight: number;
+}
+
+/** CNs in the data dir (each is made whole or not at all). */
+async function serversOnDisk(daemon: DaemonClient): Promise<number> {
+  return (await scanServers(daemon.info.dataDir)).servers.length;
+}
+
+async function createInBatches(run: CreateRun): Promise<void> {
+  const { daemon, count, opts, progress, all } = run;
   const batch = Math.min(500, Math.max(32, Math.ceil(count / 20)));
-  const all: CreateResult = { created: [], errors: [] };
-  const onDisk = async (): Promise<number> => (await scanServers(daemon.info.dataDir)).servers.length;
-  const before = await onDisk();
   for (let done = 0; done < count; ) {
     const n = Math.min(batch, count - done);
     const body: Record<string, unknown> = { count: n };
     if (opts.profile !== undefined) body.profile = opts.profile;
     if (opts.hostnamePrefix !== undefined) body.hostnamePrefix = opts.hostnamePrefix;
     let res;
+    run.inFlight = n;
     try {
       res = await daemon.request<CreateResult & { code?: string; message?: string }>('POST', '/servers', body);
     } catch (err) {
-      // The daemon went away mid-batch: the CNs it finished are on disk (each is made whole or
-      // not at all), so count them there rather than report only the batches it answered.
-      progress.done();
-      const made = (await onDisk().catch(() => before + all.created.length)) - before;
+      // The daemon went away mid-batch: the CNs it finished are on disk, so count them there
+      // rather than report only the batches it answered.
+      progress.stop();
+      const made = (await serversOnDisk(daemon).catch(() => run.before + all.created.length)) - run.before;
       throw new CliError(
         `${(err as Error).message}\ncreated ${made} of ${count} servers before the daemon went away ` +
           `(${all.created.length} confirmed by it); restart the daemon and run \`mockcloud ensure-servers\` to converge`,
       );
     }
-    if (res.status >= 400 && res.status < 500) {
-      throw new CliError(res.body?.message ?? `the daemon refused: HTTP ${res.status}`);
-    }
+    if (res.status >= 400 && res.status < 500) throw new CliError(res.body?.message ?? `the daemon refused: HTTP ${res.status}`);
     if (Array.isArray(res.body?.created)) all.created.push(...res.body.created);
     if (Array.isArray(res.body?.errors)) all.errors.push(...res.body.errors);
     else if (res.status >= 300) all.errors.push({ code: res.body?.code ?? String(res.status), message: res.body?.message ?? `HTTP ${res.status}` });
     done += n;
-    progress.update(`created ${all.created.length}/${count} servers${all.errors.length ? `, ${all.errors.length} failed` : ''}`);
+    progress.update(all.created.length, all.errors.length);
     if (all.created.length === 0 && all.errors.length >= n) break; // nothing works; stop early
   }
-  progress.done();
-  return all;
 }
 
 export interface DeleteOutcome {
@@ -88,16 +136,20 @@ export interface DeleteOutcome {
   errors: { uuid: string; message: string }[];
 }
 
-/** Delete CNs (a few in parallel: each is several Triton calls), with progress. */
+/**
+ * Delete CNs, with progress. Several at once: each is a few Triton calls the daemon waits
+ * on (as many as create-servers creates at once).
+ */
 export async function deleteServers(daemon: DaemonClient, uuids: string[], progress: Progress): Promise<DeleteOutcome> {
   const out: DeleteOutcome = { deleted: [], errors: [] };
-  await mapLimit(uuids, 8, async (uuid) => {
+  progress.start('deleted', uuids.length);
+  await mapLimit(uuids, 16, async (uuid) => {
     const res = await daemon.request<RemoveResult & { code?: string; message?: string }>('DELETE', `/servers/${uuid}`);
     if (res.status >= 200 && res.status < 300 && res.body) out.deleted.push({ ...res.body, warnings: res.body.warnings ?? [], vms: res.body.vms ?? [] });
     else out.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
-    progress.update(`deleted ${out.deleted.length}/${uuids.length} servers${out.errors.length ? `, ${out.errors.length} failed` : ''}`);
+    progress.update(out.deleted.length, out.errors.length);
   });
-  progress.done();
+  progress.stop();
   return out;
 }
 

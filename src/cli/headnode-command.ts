@@ -13,7 +13,7 @@ import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { DEFAULT_DATACENTER_NAME, defaultDataDir } from '../daemon/config.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { isUuid } from '../common/uuid.js';
-import { CliError } from './daemon-client.js';
+import { CliError, UsageError } from './daemon-client.js';
 
 interface HeadnodeArgs {
   'data-dir'?: string;
@@ -52,17 +52,17 @@ function builder(y: Argv): Argv<HeadnodeArgs> {
 async function handler(argv: HeadnodeArgs): Promise<void> {
   // Its own data dir, not a client's guess at where a daemon runs (clientDataDir).
   const dataDir = path.resolve(argv['data-dir'] || process.env.MOCKCLOUD_DATA_DIR || defaultDataDir());
-  if (net.isIP(argv.host) === 0) throw new CliError(`--host ${JSON.stringify(argv.host)} is not an IP address`);
+  if (net.isIP(argv.host) === 0) throw new UsageError(`--host ${JSON.stringify(argv.host)} is not an IP address`);
   const ports: Record<string, number> = {};
   for (const svc of SERVICES) {
     const p = argv[`${svc}-port`];
-    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new CliError(`--${svc}-port must be a port number (0-65535), not ${JSON.stringify(p)}`);
+    if (!Number.isInteger(p) || p < 0 || p > 65535) throw new UsageError(`--${svc}-port must be a port number (0-65535), not ${JSON.stringify(p)}`);
     ports[svc] = p;
   }
-  if (!isUuid(argv['admin-uuid'])) throw new CliError(`--admin-uuid ${JSON.stringify(argv['admin-uuid'])} is not a UUID`);
+  if (!isUuid(argv['admin-uuid'])) throw new UsageError(`--admin-uuid ${JSON.stringify(argv['admin-uuid'])} is not a UUID`);
   const level = argv['log-level'];
   if (level !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(level)) {
-    throw new CliError(`--log-level ${JSON.stringify(level)} is not one of trace, debug, info, warn, error, fatal`);
+    throw new UsageError(`--log-level ${JSON.stringify(level)} is not one of trace, debug, info, warn, error, fatal`);
   }
   // A daemon of this data dir may run its own embedded headnode on the same state: refuse.
   const running = await readDaemonJson(dataDir);

@@ -4,7 +4,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, CliError, findDaemon } from './daemon-client.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
 import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface RescanArgs extends DataDirArgs, JsonArgs {
@@ -25,7 +25,7 @@ function builder(y: Argv): Argv<RescanArgs> {
 async function handler(argv: RescanArgs): Promise<void> {
   const uuids = (argv.uuids ?? []).map(String);
   const bad = uuids.find((u) => !isUuid(u));
-  if (bad !== undefined) throw new CliError(`${JSON.stringify(bad)} is not a server UUID`);
+  if (bad !== undefined) throw new UsageError(`${JSON.stringify(bad)} is not a server UUID`);
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   const result: { servers: Rescanned[]; errors: { uuid: string; message: string }[] } = { servers: [], errors: [] };
   if (uuids.length === 0) {

@@ -34,6 +34,8 @@ export interface HttpRequest {
    * task: at most `backgroundInFlight` of these are sent at once, the rest wait their turn.
    */
   background?: boolean;
+  /** On a connection of its own, not one of the pool's (a request sent again after a reset). */
+  freshConnection?: boolean;
 }
 
 /** A non-2xx answer; `body` is the peer's error body (restify-style when it is Triton). */
@@ -54,6 +56,15 @@ export class HttpStatusError extends Error {
   }
 }
 
+/** Methods a request may be repeated with (RFC 9110 §9.2.2), as far as this client sends them. */
+const IDEMPOTENT = new Set<HttpRequest['method']>(['GET', 'HEAD', 'PUT', 'DELETE']);
+
+/** The peer closed the connection under the request (a reset, or a close before any answer). */
+function isReset(err: Error): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || err.message === 'aborted';
+}
+
 export interface HttpClientOptions {
   maxSockets?: number;
   timeoutMs?: number;
@@ -66,8 +77,8 @@ export class JsonHttpClient {
   readonly agent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
-  /** Counters for `mockcloud status`. */
-  stats = { requests: 0, errors: 0 };
+  /** Counters for `mockcloud status`; `retries`: requests sent again after a reset reused socket. */
+  stats = { requests: 0, errors: 0, retries: 0 };
   /**
    * Turns of background requests. They wait here as a closure, not as a request in the agent's
    * queue: a start with 100,000 VMs queued some 50,000 requests there (a GB of heap, and every
@@ -106,16 +117,50 @@ export class JsonHttpClient {
       headers['content-length'] = String(payload.length);
     }
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
+    // One deadline for the whole request, a retry included.
+    const deadline = Date.now() + timeoutMs;
+    return this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method)).catch((err: unknown) => {
+      this.stats.errors++;
+      throw err;
+    });
+  }
+
+  /**
+   * One try. A keep-alive socket the peer closed while it sat in the pool fails the request
+   * sent on it with a reset ("socket hang up") whether or not the peer saw the request; an
+   * idempotent request (GET, HEAD, PUT, DELETE) is then sent once more on a fresh socket, as
+   * RFC 9110 §9.2.2 allows. A POST is not: the caller knows whether repeating it is safe.
+   */
+  private attempt<T>(
+    req: HttpRequest,
+    headers: Record<string, string>,
+    payload: Buffer | undefined,
+    deadline: number,
+    timeoutMs: number,
+    mayRetry: boolean,
+  ): Promise<HttpResponse<T>> {
     return new Promise<HttpResponse<T>>((resolve, reject) => {
-      let deadline: NodeJS.Timeout | undefined;
-      const r = http.request(req.url, { method: req.method, headers, agent: this.agent, signal: req.signal }, (res) => {
+      let settled = false;
+      let timedOut = false;
+      const fail = (err: Error, r: http.ClientRequest): void => {
+        if (settled) return;
+        settled = true;
+        if (mayRetry && !timedOut && r.reusedSocket && isReset(err) && Date.now() < deadline) {
+          this.stats.retries++;
+          // On a new connection: the pool's other idle sockets may be as stale as this one.
+          resolve(this.attempt<T>({ ...req, freshConnection: true }, headers, payload, deadline, timeoutMs, false));
+          return;
+        }
+        reject(err);
+      };
+      const agent = req.freshConnection ? false : this.agent;
+      const r = http.request(req.url, { method: req.method, headers, agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (err) => {
-          this.stats.errors++;
-          reject(err);
-        });
+        res.on('error', (err) => fail(err, r));
         res.on('end', () => {
+          if (settled) return;
+          settled = true;
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown = undefined;
           if (text.length > 0) {
@@ -129,15 +174,13 @@ export class JsonHttpClient {
         });
       });
       // Destroying a request still queued in the agent takes it out of the queue.
-      deadline = setTimeout(() => {
+      const timer = setTimeout(() => {
+        timedOut = true;
         const waited = r.socket ? 'no answer' : 'no free connection';
         r.destroy(new MockcloudError('GatewayTimeout', `${req.method} ${req.url}: timed out after ${timeoutMs} ms (${waited})`));
-      }, timeoutMs);
-      r.on('error', (err) => {
-        this.stats.errors++;
-        reject(err);
-      });
-      r.on('close', () => clearTimeout(deadline));
+      }, Math.max(0, deadline - Date.now()));
+      r.on('error', (err) => fail(err, r));
+      r.on('close', () => clearTimeout(timer));
       r.end(payload);
     });
   }

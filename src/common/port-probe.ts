@@ -17,17 +17,3 @@ export function probeListen(ip: string, port: number): Promise<NodeJS.ErrnoExcep
     });
   });
 }
-
-/** "the address is in use" for EADDRINUSE and the like, never a bare errno. */
-export function describeListenError(err: NodeJS.ErrnoException): string {
-  switch (err.code) {
-    case 'EADDRINUSE':
-      return 'the address is in use';
-    case 'EACCES':
-      return 'permission denied (a port below 1024 needs privileges)';
-    case 'EADDRNOTAVAIL':
-      return 'this host has no such address';
-    default:
-      return err.message;
-  }
-}

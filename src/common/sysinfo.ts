@@ -77,6 +77,8 @@ export interface Sysinfo {
   /** Where CNAPI and CMON reach this mock CN's agents; added at run time, never trusted from disk. */
   'CN Agent IP'?: string;
   'CN Agent Port'?: number;
+  /** The mockcloud daemon hosting this CN ("<daemon id>@<host>"); added at run time. */
+  'Mockcloud Daemon'?: string;
   [key: string]: unknown;
 }
 

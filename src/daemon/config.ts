@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { MockcloudError } from '../common/errors.js';
+import { describeSystemError } from '../common/system-errors.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { isUuid } from '../common/uuid.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
@@ -358,8 +359,13 @@ async function readConfigFile(file: string, required: boolean): Promise<Record<s
   try {
     text = await fsp.readFile(file, 'utf8');
   } catch (err) {
-    if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new MockcloudError('InvalidArgument', `cannot read config file ${file}: ${(err as Error).message}`);
+    // No file there, or no data dir to hold one yet (the daemon says what is wrong with it).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!required && (code === 'ENOENT' || code === 'ENOTDIR')) return undefined;
+    throw new MockcloudError(
+      'InvalidArgument',
+      `cannot read config file ${file}: ${describeSystemError(err)}${required ? '; give another with --config (env MOCKCLOUD_CONFIG)' : ''}`,
+    );
   }
   let value: unknown;
   try {
@@ -387,6 +393,12 @@ function adminIpFromNicsJson(text: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** How a user changes a setting, for error messages: "--control-port (env MOCKCLOUD_CONTROL_PORT)". */
+export function settingHint(key: SettingKey): string {
+  const s = SETTINGS.find((x) => x.key === key)!;
+  return `--${s.flag} (env ${s.env})`;
 }
 
 function invalid(key: string, message: string): MockcloudError {

@@ -14,6 +14,9 @@ export const DAEMON_JSON = 'daemon.json';
 
 export interface DaemonJson {
   pid: number;
+  /** This data dir's daemon id, and its CNs' sysinfo `Mockcloud Daemon` ("<id>@<host>"). */
+  daemonId?: string;
+  hostedBy?: string;
   startedAt: string;
   /** 'starting' while the data dir is being loaded, then 'running'. */
   state: 'starting' | 'running';

@@ -4,13 +4,17 @@
  * daemon.json) and their order of start and stop. `stop()` releases every timer and socket,
  * so a SIGTERM ends the process cleanly.
  */
-import { promises as fsp } from 'node:fs';
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
+import { validateFaultSpec } from '../agents/cn-agent/faults.js';
+import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
+import { describeSystemError } from '../common/system-errors.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { PROFILES } from '../mockcn/profiles.js';
 import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
@@ -18,7 +22,7 @@ import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
-import type { DaemonConfig } from './config.js';
+import { settingHint, type DaemonConfig } from './config.js';
 import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
 import { DaemonJsonWriter, daemonJsonPath, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
@@ -28,6 +32,7 @@ import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { preflight } from './preflight.js';
+import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, type CreateResult } from './server-factory.js';
@@ -92,6 +97,16 @@ export class Daemon {
   private ownsDataDir = false;
   private headnodeInstance: Headnode | undefined;
   private agentIps: LoopbackAgentIps | undefined;
+  /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
+  private resuming: Promise<void> | undefined;
+  /** This data dir's daemon id (daemon-id.ts); known once started. */
+  daemonId: string | undefined;
+
+  /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
+  get hostedBy(): string {
+    if (!this.daemonId) throw new Error('daemon not started');
+    return hostedByValue(this.daemonId);
+  }
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -134,7 +149,9 @@ export class Daemon {
     const { config, log } = this;
     try {
       await this.preflight();
-      await fsp.mkdir(config.dataDir, { recursive: true });
+      await probeBindIp(config.bindIp);
+      await prepareDataDir(config.dataDir);
+      this.daemonId = await loadDaemonId(config.dataDir);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
@@ -214,6 +231,7 @@ export class Daemon {
           void cmon?.settled().then(() => this.daemonJson?.markDirty());
         },
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
+        hostedBy: this.hostedBy,
         ...(agentIps ? { agentIpFor: (uuid: string) => agentIps.addressFor(uuid) } : {}),
       });
       this.fleetInstance = fleetRef.fleet = fleet;
@@ -225,9 +243,10 @@ export class Daemon {
         concurrency: this.opts.createConcurrency ?? 16,
         countError: (kind) => this.countError(kind),
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
-        ...(sapiInstances ? { releaseAgentInstances: (cn: MockCn) => sapiInstances.release(cn) } : {}),
+        ...(sapiInstances ? { releaseAgentInstances: (cn) => sapiInstances.release(cn) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
+        stopped: () => this.state === 'stopping' || this.state === 'stopped',
       });
 
       this.rates = new RateWindow(() => ({
@@ -237,10 +256,19 @@ export class Daemon {
       this.sampleRates();
 
       this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
-      await this.control.start();
+      await this.control.start().catch((err: unknown) => {
+        throw new MockcloudError(
+          'InvalidArgument',
+          `the control API cannot listen on 127.0.0.1:${config.controlPort}: ${describeSystemError(err)}; ` +
+            `choose another port with ${settingHint('controlPort')}, or 0 for any free one`,
+          { cause: err },
+        );
+      });
       await this.daemonJson.flush();
 
-      await fleet.loadAll();
+      const loaded = await fleet.loadAll();
+      // Removals an earlier run could not finish: in the background, the CNs are not waiting.
+      this.resuming = this.factory.resumeRemovals(loaded.deleting);
       await this.ensureHeadnodeServer();
       await cmon?.settled();
       this.state = 'running';
@@ -274,6 +302,7 @@ export class Daemon {
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
     this.http.close();
+    await step('interrupted removals', () => this.resuming);
     await step('daemon.json', () => this.daemonJson?.remove());
     await step('embedded headnode', () => this.headnodeInstance?.stop());
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
@@ -401,6 +430,7 @@ export class Daemon {
     }
     const json: DaemonJson = {
       pid: process.pid,
+      ...(this.daemonId ? { daemonId: this.daemonId, hostedBy: this.hostedBy } : {}),
       startedAt: (this.startedAt ?? new Date()).toISOString(),
       state: this.state === 'running' ? 'running' : 'starting',
       dataDir: this.config.dataDir,
@@ -447,7 +477,7 @@ export class Daemon {
         return { servers: results, errors };
       },
       listFaults: () => this.faults().list(),
-      setFault: (body) => this.faults().set(body),
+      setFault: (body) => this.faults().set(this.checkFaultTargets(body)),
       clearFaults: (server) => {
         const f = this.faults();
         const before = f.list().length;
@@ -459,6 +489,24 @@ export class Daemon {
         return { removed: 1 };
       },
     };
+  }
+
+  /**
+   * A rule that can never fire is a mistake to say, not to keep: its task must be one cn-agent
+   * runs (the task registry), its server one of this fleet.
+   */
+  private checkFaultTargets(body: unknown): unknown {
+    const spec = validateFaultSpec(body);
+    if (spec.task !== undefined && !TASK_REGISTRY.has(spec.task)) {
+      throw new MockcloudError(
+        'InvalidArgument',
+        `fault: cn-agent has no task ${JSON.stringify(spec.task)}; its tasks are ${[...TASK_REGISTRY.keys()].sort().join(', ')}`,
+      );
+    }
+    if (spec.server !== undefined && !this.fleet.get(spec.server)) {
+      throw new MockcloudError('InvalidArgument', `fault: server ${spec.server} is not one of this daemon's mock CNs (see mockcloud list-servers)`);
+    }
+    return body;
   }
 
   private faults(): NonNullable<CnAgentHost['faults']> {
@@ -521,11 +569,16 @@ export class Daemon {
       version: PACKAGE_VERSION,
       state: this.state,
       hostname: os.hostname(),
+      /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */
+      daemonId: this.daemonId ?? null,
+      hostedBy: this.daemonId ? this.hostedBy : null,
       startedAt: this.startedAt?.toISOString(),
       uptimeSeconds: this.startedAt ? Math.round((Date.now() - this.startedAt.getTime()) / 1000) : 0,
       dataDir: this.config.dataDir,
       urls: this.config.urls,
       servers: fleet?.size ?? 0,
+      /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
+      deletingServers: this.factory?.deletingServers ?? [],
       /** The dev DC's headnode server among them, when this daemon hosts it. */
       headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
@@ -557,6 +610,42 @@ export class Daemon {
         arrayBuffersBytes: mem.arrayBuffers,
       },
     };
+  }
+}
+
+/** The data dir exists (made if need be) and takes files; else an error naming --data-dir. */
+async function prepareDataDir(dataDir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dataDir, { recursive: true });
+    await fsp.access(dataDir, fsConstants.W_OK);
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `cannot use ${dataDir} as the data dir: ${describeSystemError(err)}; choose another with ${settingHint('dataDir')}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Every CN's cn-agent socket binds the bind IP: an address this host does not have would fail
+ * each CN alone, after the data dir was read. One trial bind says it first, naming the flag.
+ */
+async function probeBindIp(ip: string): Promise<void> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ host: ip, port: 0, exclusive: true }, () => resolve());
+    });
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `the mock CNs cannot listen on ${ip}: ${describeSystemError(err)}; give an address of this host with ${settingHint('bindIp')}`,
+      { cause: err },
+    );
+  } finally {
+    await new Promise<void>((resolve) => (probe.listening ? probe.close(() => resolve()) : resolve()));
   }
 }
 

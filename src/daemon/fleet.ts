@@ -12,7 +12,7 @@ import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
 import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
 import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn, PowerChange } from '../mockcn/types.js';
-import { finishInterruptedRemoval, scanServers } from '../mockcn/server-dir.js';
+import { scanServers } from '../mockcn/server-dir.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
@@ -36,12 +36,16 @@ export interface FleetOptions {
    * (agent-ips.ts). Absent, or resolving undefined: the cn-agent server's bind IP.
    */
   agentIpFor?: (uuid: string) => Promise<string | undefined>;
+  /** sysinfo `Mockcloud Daemon` of every CN: "<daemon id>@<host>". */
+  hostedBy?: string;
 }
 
 export interface LoadReport {
   loaded: number;
   failed: { uuid: string; error: string }[];
   recovered: number;
+  /** Removals begun by an earlier run and not finished. */
+  deleting: string[];
 }
 
 export class Fleet implements FleetView {
@@ -108,11 +112,10 @@ export class Fleet implements FleetView {
   async loadAll(): Promise<LoadReport> {
     const { log, dataDir } = this.opts;
     const scan = await scanServers(dataDir);
-    const report: LoadReport = { loaded: 0, failed: [], recovered: 0 };
-    for (const uuid of scan.deleting) {
-      log.info({ server: uuid }, 'finishing an interrupted server removal');
-      await finishInterruptedRemoval(dataDir, uuid).catch((err: unknown) => log.warn({ err, server: uuid }, 'cannot finish removal'));
-    }
+    const report: LoadReport = { loaded: 0, failed: [], recovered: 0, deleting: [] };
+    // Removals begun and not finished (`.deleting-<uuid>`) are not CNs any more; their clean-up
+    // in Triton is the daemon's to finish (ServerFactory.resumeRemovals).
+    report.deleting = scan.deleting;
     for (const uuid of scan.creating) {
       if (!this.opts.recoverCreation) continue;
       try {
@@ -134,18 +137,20 @@ export class Fleet implements FleetView {
         report.failed.push({ uuid, error: e.message });
       }
     });
-    log.info({ loaded: report.loaded, failed: report.failed.length, recovered: report.recovered }, 'fleet loaded');
+    log.info({ loaded: report.loaded, failed: report.failed.length, recovered: report.recovered, deleting: report.deleting.length }, 'fleet loaded');
     return report;
   }
 
-  /** Load one server dir (already complete on disk) and start it. */
-  async load(uuid: string): Promise<MockCnImpl> {
+  /** Load one server dir (already complete on disk) and start it; `fresh`: just created. */
+  async load(uuid: string, opts: { fresh?: boolean } = {}): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
     await this.add(cn);
     // A reboot the previous daemon acknowledged but did not see through boots now.
-    void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
-      this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
-    );
+    if (!opts.fresh) {
+      void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
+        this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
+      );
+    }
     return cn;
   }
 
@@ -156,6 +161,7 @@ export class Fleet implements FleetView {
     try {
       try {
         const ip = await this.opts.agentIpFor?.(cn.uuid);
+        if (this.opts.hostedBy) cn.hostedBy = this.opts.hostedBy;
         cn.agentAddress = await this.opts.cnAgent.attach(cn, ip ? { ip } : {});
       } catch (err) {
         await this.closeVms(cn.uuid);

@@ -12,7 +12,8 @@
  */
 import path from 'node:path';
 import { MockcloudError } from '../common/errors.js';
-import { describeListenError, probeListen } from '../common/port-probe.js';
+import { probeListen } from '../common/port-probe.js';
+import { describeSystemError } from '../common/system-errors.js';
 import { DEFAULT_CMON_PORT, SETTINGS, type DaemonConfig } from './config.js';
 import { isProcessAlive, readDaemonJson } from './daemon-json.js';
 
@@ -59,7 +60,7 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
     if (err) {
       throw new MockcloudError(
         'Conflict',
-        `the control API cannot listen on 127.0.0.1:${config.controlPort}: ${describeListenError(err)}; ` +
+        `the control API cannot listen on 127.0.0.1:${config.controlPort}: ${describeSystemError(err)}; ` +
           `choose another port with ${flagOf('controlPort')}, or 0 for any free port`,
       );
     }
@@ -85,7 +86,7 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
           : ' CMON scrapes every compute node on port 9163 only, so with a real Triton the port must be free there;';
         throw new MockcloudError(
           'Conflict',
-          `cmon-agent cannot listen on ${where}: ${describeListenError(err)} (another mockcloud daemon, or a cmon-agent?).${why} ` +
+          `cmon-agent cannot listen on ${where}: ${describeSystemError(err)}; is another mockcloud daemon or a cmon-agent running?${why} ` +
             `free it, or choose another port with ${flagOf('cmonPort')}`,
         );
       }
@@ -98,7 +99,7 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
       if (err) {
         throw new MockcloudError(
           'Conflict',
-          `the dev headnode's ${svc.toUpperCase()} cannot listen on 127.0.0.1:${port}: ${describeListenError(err)}; ` +
+          `the dev headnode's ${svc.toUpperCase()} cannot listen on 127.0.0.1:${port}: ${describeSystemError(err)}; ` +
             `choose other ports with ${flagOf('headnodePorts')}`,
         );
       }

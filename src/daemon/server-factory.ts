@@ -6,9 +6,15 @@
  *   admin NIC from NAPI `POST /networks/admin/nics` (belongs_to_type 'other', owned by the
  *   admin user), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably with
  *   sysinfo and agents, then the CN starts at once. Bounded parallelism.
- * remove: the CN stops, its dir goes, VMAPI marks its VMs destroyed, NAPI releases its NICs and
- *   its VMs' NICs, CNAPI forgets it, SAPI its agent instances (best effort: warnings are
- *   reported, not fatal).
+ * remove: the CN stops and its dir becomes `.deleting-<uuid>`; VMAPI marks its VMs destroyed,
+ *   NAPI releases its NICs and its VMs' NICs, CNAPI forgets it, each call retried with backoff;
+ *   SAPI its agent instances (the SAPI plug-in retries those on its own: a warning, not a failure);
+ *   only then do its files go. What could not be cleaned up keeps the CN "deleting": the removal
+ *   fails, and the next start (or the next delete of that uuid) finishes it.
+ *
+ * Nothing leaks from an interrupted creation either: the admin NIC's MAC is recorded on disk
+ * before NAPI is asked for it, and a creation that fails keeps that record unless the NIC is
+ * released, so the next start releases it.
  *
  * Without a NAPI URL (standalone) the admin IP is the bind IP and nothing is allocated.
  */
@@ -16,19 +22,28 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Sysinfo } from '../common/sysinfo.js';
-import { creatingDir, SYSINFO_FILE } from '../mockcn/layout.js';
+import { creatingDir, deletingDir, pathsUnder, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
-import { newUuid } from '../common/uuid.js';
-import { adminNicOf } from '../mockcn/sysinfo-file.js';
+import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
 import { getProfile } from '../mockcn/profiles.js';
-import { abortServerCreation, beginServerCreation, finishServerCreation, readCreateMarker, removeServerDir } from '../mockcn/server-dir.js';
-import { buildSysinfo, isHeadnodeSysinfo, randomMockMac } from '../mockcn/sysinfo-template.js';
+import {
+  abortServerCreation,
+  beginServerCreation,
+  finishServerCreation,
+  finishServerRemoval,
+  isServerDeleting,
+  markServerDeleting,
+  readCreateMarker,
+} from '../mockcn/server-dir.js';
+import { retryWithBackoff } from '../common/retry.js';
+import { buildSysinfo, isHeadnodeSysinfo, macPairFrom, randomMockMac, serverUuidFor } from '../mockcn/sysinfo-template.js';
 import { normalizeMac } from '../vmadm/nics.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
-import type { MockCn } from '../mockcn/types.js';
+import type { AgentRecord, MockCn } from '../mockcn/types.js';
+import { readAgents } from '../mockcn/agents-dir.js';
 
 export const MAX_CREATE_COUNT = 10_000;
 export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
@@ -73,9 +88,11 @@ export interface ServerFactoryOptions {
   /** New CNs' dnet1 provides the `external` NIC tag (the dev DC's CNs). */
   externalNics?: boolean;
   /** Delete the CN's agent instances from SAPI (RFD 82); resolves with warnings. */
-  releaseAgentInstances?: (cn: MockCn) => Promise<string[]>;
+  releaseAgentInstances?: (cn: Pick<MockCn, 'uuid' | 'agents'>) => Promise<string[]>;
   /** The MAC draw; `randomMockMac` by default (tests force clashes with it). */
   randomMac?: () => string;
+  /** The daemon is stopping: clean-up retries stop waiting. */
+  stopped?: () => boolean;
 }
 
 const MAC_ATTEMPTS = 5;
@@ -86,6 +103,10 @@ export class ServerFactory {
   private readonly cnapi: string | undefined;
   private readonly vmapi: string | undefined;
   private takenMacs: Set<string> | undefined;
+  /** Removed CNs whose clean-up in Triton is not done (`.deleting-<uuid>` on disk). */
+  private readonly deleting = new Set<string>();
+  /** Clean-ups running, by uuid. */
+  private readonly removing = new Map<string, Promise<RemoveResult>>();
 
   constructor(opts: ServerFactoryOptions) {
     this.o = opts;
@@ -139,35 +160,48 @@ export class ServerFactory {
   private async createOne(req: CreateRequest): Promise<CreatedServer> {
     const { config, fleet, log } = this.o;
     const profile = getProfile(req.profile);
-    const uuid = newUuid();
-    const adminMac = await this.freeMac();
-    const extraMac = await this.freeMac();
-    await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
-    let allocated = false;
-    try {
-      const adminIp = await this.allocateAdminNic(adminMac);
-      allocated = this.napi !== undefined;
-      const sysinfo = buildSysinfo({
-        uuid,
-        profile,
-        datacenterName: config.datacenterName,
-        platform: config.platform,
-        adminMac,
-        adminIp,
-        extraMac,
-        ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
-        ...(req.headnode ? { headnode: true } : {}),
-        ...(this.o.externalNics ? { externalNic: true } : {}),
-      });
-      await finishServerCreation(config.dataDir, sysinfo);
-    } catch (err) {
-      if (allocated) await this.releaseNic(adminMac).catch(() => undefined);
-      await abortServerCreation(config.dataDir, uuid).catch(() => undefined);
-      throw err;
+    let uuid = '';
+    for (let attempt = 1; ; attempt++) {
+      const { admin: adminMac, extra: extraMac } = await this.freeMacPair();
+      uuid = serverUuidFor(adminMac);
+      await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
+      let adminIp: string;
+      try {
+        adminIp = await this.allocateAdminNic(adminMac);
+      } catch (err) {
+        if (err instanceof AdminNicRefused) {
+          // NAPI answered no: it made no NIC, there is nothing of ours to release.
+          await abortServerCreation(config.dataDir, uuid);
+          // Another daemon (or a CN from before MACs came in pairs) took the MAC first: draw again.
+          if (err.duplicateMac && attempt < MAC_ATTEMPTS) continue;
+          throw err.error;
+        }
+        await this.undoCreation(uuid, adminMac);
+        throw err;
+      }
+      try {
+        const sysinfo = buildSysinfo({
+          uuid,
+          profile,
+          datacenterName: config.datacenterName,
+          platform: config.platform,
+          adminMac,
+          adminIp,
+          extraMac,
+          ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
+          ...(req.headnode ? { headnode: true } : {}),
+          ...(this.o.externalNics ? { externalNic: true } : {}),
+        });
+        await finishServerCreation(config.dataDir, sysinfo);
+      } catch (err) {
+        await this.undoCreation(uuid, adminMac);
+        throw err;
+      }
+      break;
     }
     // From here the server exists on disk; a start failure is reported but the dir stays
     // (the next daemon start loads it).
-    const cn = await fleet.load(uuid).catch((err: unknown) => {
+    const cn = await fleet.load(uuid, { fresh: true }).catch((err: unknown) => {
       const e = toMockcloudError(err);
       throw new MockcloudError('InternalError', `server ${uuid} was created but could not start: ${e.message}`, { cause: err });
     });
@@ -191,6 +225,21 @@ export class ServerFactory {
     return this.createOne({ count: 1, headnode: true });
   }
 
+  /**
+   * A creation failed: release its admin NIC (whether or not NAPI answered the POST: an answer
+   * lost to a reset may hide a NIC that was made; a DELETE of none is a 404), then drop the
+   * staging dir. If NAPI cannot be told (it is down, the daemon is stopping), the staging dir
+   * and its marker stay, and the next start releases the NIC.
+   */
+  private async undoCreation(uuid: string, adminMac: string): Promise<void> {
+    try {
+      if (this.napi) await this.withRetries(() => this.releaseNic(adminMac));
+      await abortServerCreation(this.o.config.dataDir, uuid);
+    } catch (err) {
+      this.o.log.warn({ err, server: uuid, mac: adminMac }, 'cannot release the admin NIC of a failed creation now; the next start does');
+    }
+  }
+
   /** Finish or undo an interrupted creation found at start (`.creating-<uuid>`). */
   async recoverCreation(uuid: string): Promise<void> {
     const marker = await readCreateMarker(this.o.config.dataDir, uuid);
@@ -199,7 +248,7 @@ export class ServerFactory {
     // a crash in between leaves no marker, but the staged sysinfo still names the admin NIC.
     const staged = await this.stagedAdminMac(uuid);
     if (staged && this.napi) macs.add(staged);
-    for (const mac of macs) await this.releaseNic(mac);
+    for (const mac of macs) await this.withRetries(() => this.releaseNic(mac));
     await abortServerCreation(this.o.config.dataDir, uuid);
     this.o.log.info({ server: uuid, macs: [...macs] }, 'cleaned up an interrupted server creation');
   }
@@ -216,15 +265,20 @@ export class ServerFactory {
   }
 
   /**
-   * Remove a CN everywhere: stop it, then (best effort: warnings are reported, not fatal) mark
-   * its VMs destroyed in VMAPI, release its VMs' NICs and its own NICs in NAPI (the admin NIC,
-   * claimed by net-agent or still `belongs_to_type: other`), delete its CNAPI record and its
-   * agent instances in SAPI, and finally delete its dir.
+   * Remove a CN everywhere: stop it, make its dir `.deleting-<uuid>`, then mark its VMs
+   * destroyed in VMAPI, release its VMs' NICs and its own NICs in NAPI (the admin NIC, claimed
+   * by net-agent or still `belongs_to_type: other`) and delete its CNAPI record, each retried
+   * with backoff, and its agent instances in SAPI; its files go only when all of that is done. Otherwise the removal fails and
+   * the CN stays "deleting" until a later delete of it, or the next start, finishes the job.
+   * A uuid that is already "deleting" is finished the same way.
    */
   async remove(uuid: string): Promise<RemoveResult> {
     const { fleet, config } = this.o;
     const known = fleet.get(uuid);
-    if (!known) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    if (!known) {
+      if (this.removing.has(uuid) || (await isServerDeleting(config.dataDir, uuid))) return this.finishRemoval(uuid);
+      throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    }
     if (isHeadnodeSysinfo(known.sysinfo)) {
       throw new MockcloudError('Conflict', `server ${uuid} is the dev DC's headnode; it is not deleted`);
     }
@@ -232,40 +286,115 @@ export class ServerFactory {
     const vmUuids = new Set<string>(known.vms.list({ include_dni: true }).map((vm) => String(vm.uuid)));
     const cn = await fleet.remove(uuid);
     if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    const warnings: string[] = [];
-    const warn = (what: string) => (e: Error): void => {
-      warnings.push(`${what}: ${e.message}`);
+    await markServerDeleting(config.dataDir, uuid);
+    this.deleting.add(uuid);
+    return this.once(uuid, () => this.cleanUp(uuid, adminNicOf(cn.sysinfo).mac, vmUuids, cn.agents));
+  }
+
+  /** CNs removed but not yet cleaned up in Triton (kept as `.deleting-<uuid>`). */
+  get deletingServers(): string[] {
+    return [...this.deleting].sort();
+  }
+
+  /**
+   * Finish the removals an earlier run left (`.deleting-<uuid>` dirs found at start), a few at
+   * a time, in the background of the start. Failures keep them "deleting" for the next try.
+   */
+  async resumeRemovals(uuids: readonly string[]): Promise<void> {
+    for (const u of uuids) this.deleting.add(u);
+    if (uuids.length > 0) this.o.log.info({ servers: uuids.length }, 'finishing interrupted server removals');
+    await mapLimit([...uuids], 8, async (uuid) => {
+      await this.finishRemoval(uuid).catch((err: unknown) =>
+        this.o.log.warn({ err, server: uuid }, 'server removal still not finished; will try again at the next start'),
+      );
+    });
+  }
+
+  /** Clean up a `.deleting-<uuid>` dir's server in Triton, then drop the dir. */
+  private finishRemoval(uuid: string): Promise<RemoveResult> {
+    return this.once(uuid, async () => {
+      const dir = pathsUnder(deletingDir(this.o.config.dataDir, uuid));
+      const sysinfo = await readSysinfoFile(dir.sysinfo, uuid).catch(() => undefined);
+      const vmUuids = new Set<string>();
+      for (const f of await fsp.readdir(dir.vms).catch(() => [] as string[])) {
+        const m = /^([0-9a-f-]{36})\.json$/.exec(f);
+        if (m) vmUuids.add(m[1]!);
+      }
+      const agents = await readAgents(dir.agents, uuid).catch(() => undefined);
+      return this.cleanUp(uuid, sysinfo ? adminNicOf(sysinfo).mac : undefined, vmUuids, agents);
+    });
+  }
+
+  /** One clean-up of a uuid at a time (a delete and the start's resume may meet). */
+  private once(uuid: string, fn: () => Promise<RemoveResult>): Promise<RemoveResult> {
+    const running = this.removing.get(uuid);
+    if (running) return running;
+    const p = fn().finally(() => this.removing.delete(uuid));
+    this.removing.set(uuid, p);
+    return p;
+  }
+
+  private async cleanUp(
+    uuid: string,
+    adminMac: string | undefined,
+    vmUuids: Set<string>,
+    agents: readonly AgentRecord[] | undefined,
+  ): Promise<RemoveResult> {
+    const { config } = this.o;
+    const failures: string[] = [];
+    const step = async (what: string, fn: () => Promise<void>): Promise<void> => {
+      try {
+        await this.withRetries(fn);
+      } catch (err) {
+        failures.push(`${what}: ${toMockcloudError(err).message}`);
+      }
     };
-    if (this.vmapi) await this.destroyVmsInVmapi(uuid, vmUuids).catch(warn('VMAPI'));
+    // CNAPI's record goes meanwhile; NAPI waits for VMAPI, which names the VMs whose NICs go too.
+    const cnapiDone = this.cnapi
+      ? step('CNAPI', async () => {
+          const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` });
+          if (res.statusCode >= 300 && res.statusCode !== 404) throw httpError('CNAPI', `DELETE /servers/${uuid}`, res);
+        })
+      : Promise.resolve();
+    if (this.vmapi) await step('VMAPI', () => this.destroyVmsInVmapi(uuid, vmUuids));
     if (this.napi) {
       const macs = new Set<string>();
-      const admin = adminNicOf(cn.sysinfo).mac;
-      if (admin) macs.add(admin);
+      if (adminMac) macs.add(adminMac);
       for (const owner of [uuid, ...vmUuids]) {
-        const owned = await this.o.http
-          .request<{ mac?: string }[]>({ method: 'GET', url: `${this.napi}/nics?belongs_to_uuid=${owner}` })
-          .catch((e: Error) => e);
-        if (owned instanceof Error) warnings.push(`NAPI: ${owned.message}`);
-        else if (owned.statusCode >= 300) warnings.push(`NAPI GET /nics?belongs_to_uuid=${owner}: ${owned.statusCode}`);
-        else if (Array.isArray(owned.body)) for (const nic of owned.body) if (typeof nic.mac === 'string') macs.add(nic.mac);
+        await step('NAPI', async () => {
+          const owned = await this.napiCall('GET', `/nics?belongs_to_uuid=${owner}`);
+          if (owned.statusCode >= 300 || !Array.isArray(owned.body)) throw napiError(`GET /nics?belongs_to_uuid=${owner}`, owned);
+          for (const nic of owned.body as { mac?: unknown }[]) if (typeof nic.mac === 'string') macs.add(nic.mac);
+        });
       }
-      for (const mac of macs) await this.releaseNic(mac).catch(warn('NAPI'));
+      await Promise.all([...macs].map((mac) => step('NAPI', () => this.releaseNic(mac))));
     }
-    if (this.cnapi) {
-      const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` }).catch((e: Error) => e);
-      if (res instanceof Error) warnings.push(`CNAPI: ${res.message}`);
-      else if (res.statusCode >= 300 && res.statusCode !== 404) warnings.push(`CNAPI DELETE /servers/${uuid}: ${res.statusCode}`);
+    await cnapiDone;
+    if (failures.length > 0) {
+      this.o.countError('delete-server');
+      for (const f of failures) this.o.log.warn({ server: uuid }, `removing server: ${f}`);
+      throw new MockcloudError(
+        'BadGateway',
+        `server ${uuid} is stopped but kept as "deleting": ${failures.join('; ')}; ` +
+          'the daemon finishes the clean-up at its next start, or run delete-servers on it again',
+      );
     }
+    // Nothing in CNAPI, VMAPI or NAPI refers to the CN any more. SAPI's instances do not hold
+    // the removal up: the SAPI plug-in keeps the ones it could not delete and retries them.
+    const warnings: string[] = [];
     if (this.o.releaseAgentInstances) {
-      warnings.push(...(await this.o.releaseAgentInstances(cn).catch((e: Error) => [`SAPI: ${e.message}`])));
+      warnings.push(...(await this.o.releaseAgentInstances({ uuid, agents }).catch((e: Error) => [`SAPI: ${e.message}`])));
     }
-    // The dir goes last: a removal cut short leaves a whole CN that the next start loads and a
-    // second delete finishes, never Triton records of a CN that no longer exists.
-    await removeServerDir(config.dataDir, uuid);
+    await finishServerRemoval(config.dataDir, uuid);
+    this.deleting.delete(uuid);
     await Promise.resolve(this.o.onRemoved?.(uuid)).catch((e: Error) => warnings.push(`agent IP: ${e.message}`));
-    for (const w of warnings) this.o.log.warn({ server: uuid }, `removing server: ${w}`);
     this.o.log.info({ server: uuid, vms: vmUuids.size }, 'removed server');
     return { uuid, ...(vmUuids.size > 0 ? { vms: [...vmUuids].sort() } : {}), warnings };
+  }
+
+  /** A Triton call of a clean-up: tried again with backoff, unless the daemon is stopping. */
+  private withRetries<T>(fn: () => Promise<T>): Promise<T> {
+    return retryWithBackoff(fn, { attempts: 5, minDelayMs: 100, maxDelayMs: 2000, ...(this.o.stopped ? { stopped: this.o.stopped } : {}) });
   }
 
   /**
@@ -299,26 +428,30 @@ export class ServerFactory {
   }
 
   /**
-   * A random mock MAC that no mock CN of this daemon uses or is being given, and that NAPI does
-   * not know yet (the original gave up on a clash). The local check matters: only the admin MAC
-   * is registered in NAPI, and 10,000 CNs drawing from 2^24 MACs would otherwise share some.
+   * A CN's MAC pair (macPairFrom: an even admin MAC and the next one) that no mock CN of this
+   * daemon has or is being given. NAPI is asked about the second one only: the admin MAC is
+   * checked by NAPI itself when the admin NIC is made (a duplicate is refused, and drawn
+   * again), and the second one is taken wherever the admin MAC is, except by a CN made before
+   * MACs came in pairs, which NAPI knows.
    */
-  private async freeMac(): Promise<string> {
+  private async freeMacPair(): Promise<{ admin: string; extra: string }> {
     const taken = this.macsTaken();
     for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const mac = (this.o.randomMac ?? randomMockMac)();
-      if (taken.has(mac)) continue;
-      taken.add(mac);
-      if (!this.napi) return mac;
-      const res = await this.napiCall('GET', `/nics/${mac.replace(/:/g, '')}`);
-      if (res.statusCode === 404) return mac;
+      const pair = macPairFrom((this.o.randomMac ?? randomMockMac)());
+      if (taken.has(pair.admin) || taken.has(pair.extra)) continue;
+      taken.add(pair.admin);
+      taken.add(pair.extra);
+      if (!this.napi) return pair;
+      const nicPath = `/nics/${pair.extra.replace(/:/g, '')}`;
+      const res = await this.napiCall('GET', nicPath);
+      if (res.statusCode === 404) return pair;
       if (res.statusCode >= 200 && res.statusCode < 300) continue;
-      throw napiError(`GET /nics/${mac.replace(/:/g, '')}`, res);
+      throw napiError(`GET ${nicPath}`, res);
     }
     throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
   }
 
-  /** Built once from the fleet, then kept by `freeMac` (a deleted CN's MACs stay taken: harmless). */
+  /** Built once from the fleet, then kept by `freeMacPair` (a deleted CN's MACs stay taken: harmless). */
   private macsTaken(): Set<string> {
     if (!this.takenMacs) {
       this.takenMacs = new Set();
@@ -332,18 +465,39 @@ export class ServerFactory {
     return this.takenMacs;
   }
 
+  /**
+   * The admin NIC, from NAPI's admin network. A POST whose answer is lost (a reset socket, a
+   * timeout) may or may not have made the NIC; the MAC is ours (drawn free, recorded in the
+   * creation marker), so NAPI is asked for it: a NIC with it is the one asked for, none means
+   * the POST can be sent again.
+   */
   private async allocateAdminNic(mac: string): Promise<string> {
     if (!this.napi) return this.o.config.bindIp;
+    const nicPath = `/nics/${mac.replace(/:/g, '')}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // Sent again: on a connection of its own (the pool's idle ones may be as stale).
+        return await this.postAdminNic(mac, attempt > 1);
+      } catch (err) {
+        if (!(err instanceof MockcloudError && err.cause !== undefined) || attempt >= 3) throw err; // NAPI answered
+      }
+      const got = await this.withRetries(() => this.napiCall('GET', nicPath));
+      const ip = (got.body as { ip?: unknown } | undefined)?.ip;
+      if (got.statusCode === 200 && typeof ip === 'string' && ip !== '') return ip;
+      if (got.statusCode !== 404) throw napiError(`GET ${nicPath}`, got);
+    }
+  }
+
+  private async postAdminNic(mac: string, freshConnection: boolean): Promise<string> {
     const admin = this.o.config.adminUuid;
-    const res = await this.napiCall('POST', '/networks/admin/nics', {
-      belongs_to_type: 'other',
-      belongs_to_uuid: admin,
-      owner_uuid: admin,
-      mac,
-      nic_tags_provided: ['admin'],
-    });
+    const res = await this.napiCall(
+      'POST',
+      '/networks/admin/nics',
+      { belongs_to_type: 'other', belongs_to_uuid: admin, owner_uuid: admin, mac, nic_tags_provided: ['admin'] },
+      freshConnection,
+    );
     const ip = (res.body as { ip?: unknown } | undefined)?.ip;
-    if (res.statusCode < 200 || res.statusCode >= 300) throw napiError('POST /networks/admin/nics', res);
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new AdminNicRefused(napiError('POST /networks/admin/nics', res), isDuplicateMac(res.body));
     if (typeof ip !== 'string' || ip === '') {
       throw new MockcloudError('BadGateway', 'NAPI POST /networks/admin/nics answered without an ip');
     }
@@ -357,9 +511,14 @@ export class ServerFactory {
     if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${nicPath}`, res);
   }
 
-  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) {
+  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, freshConnection = false) {
     try {
-      return await this.o.http.request({ method, url: `${this.napi}${path}`, ...(body === undefined ? {} : { body }) });
+      return await this.o.http.request({
+        method,
+        url: `${this.napi}${path}`,
+        ...(body === undefined ? {} : { body }),
+        ...(freshConnection ? { freshConnection } : {}),
+      });
     } catch (err) {
       this.o.countError('napi');
       throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
@@ -367,10 +526,30 @@ export class ServerFactory {
   }
 }
 
+/** NAPI answered the admin NIC's POST with a refusal: no NIC was made. */
+class AdminNicRefused extends Error {
+  constructor(
+    readonly error: MockcloudError,
+    readonly duplicateMac: boolean,
+  ) {
+    super(error.message);
+  }
+}
+
+/** NAPI's answer to a NIC whose MAC it has: InvalidParameters, `mac` Duplicate (sdc-napi nic/create.js). */
+function isDuplicateMac(body: unknown): boolean {
+  const errors = (body as { errors?: { field?: string; code?: string }[] } | undefined)?.errors;
+  return Array.isArray(errors) && errors.some((e) => e?.field === 'mac' && e.code === 'Duplicate');
+}
+
 function napiError(what: string, res: { statusCode: number; body: unknown }): MockcloudError {
+  return httpError('NAPI', what, res);
+}
+
+function httpError(service: string, what: string, res: { statusCode: number; body: unknown }): MockcloudError {
   const b = res.body as { code?: string; message?: string } | undefined;
   return new MockcloudError(
     'BadGateway',
-    `NAPI ${what}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`,
+    `${service} ${what}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`,
   );
 }

@@ -10,15 +10,17 @@
  *   <data-dir>/servers/<uuid>/zfs.json   (mockcloud's: what cn-agent's ZFS write tasks changed,
  *                       written on the first such task)
  *
- * A CN mockcloud creates starts with sysinfo.json alone: agents/ is implicit until an agents
- * task writes it (agents-dir.ts), vms/ appears when the VM store opens.
+ * A CN mockcloud creates starts with sysinfo.json and an empty vms/: agents/ is implicit until
+ * an agents task writes it (agents-dir.ts); a data dir without vms/ gets it when the VM store opens.
  *
  * mockcloud adds two kinds of hidden entries beside the server dirs (a leading dot, so the
  * original's tools, which only read uuid-named entries, never see them):
  *
  *   .creating-<uuid>/   a server being created; renamed to <uuid>/ once complete, so a crash
  *                       never leaves a half-made server that looks real;
- *   .deleting-<uuid>/   a server being removed; renamed away first so removal is atomic.
+ *   .deleting-<uuid>/   a server being removed: renamed away first (it is no CN any more), kept
+ *                       until its NICs, VMs and record are gone from NAPI, VMAPI and CNAPI, so
+ *                       a removal cut short is finished by the next start.
  */
 import path from 'node:path';
 import { isUuid } from '../common/uuid.js';

@@ -6,7 +6,7 @@
 import type { Sysinfo } from '../common/sysinfo.js';
 import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
-import { readSysinfoFile } from './sysinfo-file.js';
+import { DAEMON_SYSINFO_KEY, readSysinfoFile } from './sysinfo-file.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
 import type { AgentAddress, AgentRecord, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
 
@@ -46,6 +46,7 @@ export class MockCnImpl implements MockCn {
   agents: readonly AgentRecord[];
   hooks: MockCnHooks;
   private address: AgentAddress | undefined;
+  private host: string | undefined;
 
   constructor(init: MockCnInit) {
     this.uuid = init.uuid;
@@ -64,7 +65,17 @@ export class MockCnImpl implements MockCn {
   /** Setting the address also sets sysinfo's `CN Agent IP` / `CN Agent Port` (what CNAPI gets). */
   set agentAddress(address: AgentAddress | undefined) {
     this.address = address;
-    applyAgentAddress(this.sysinfo, address);
+    applyAgentAddress(this.sysinfo, address, this.host);
+  }
+
+  get hostedBy(): string | undefined {
+    return this.host;
+  }
+
+  /** The hosting daemon, sysinfo's `Mockcloud Daemon` (set before the address: it follows it). */
+  set hostedBy(daemon: string | undefined) {
+    this.host = daemon;
+    applyAgentAddress(this.sysinfo, this.address, daemon);
   }
 
   get hostname(): string {
@@ -78,7 +89,7 @@ export class MockCnImpl implements MockCn {
   async reloadSysinfo(): Promise<void> {
     const fresh = await readSysinfoFile(this.paths.sysinfo, this.uuid);
     applySdcAgents(fresh, this.agents);
-    applyAgentAddress(fresh, this.address);
+    applyAgentAddress(fresh, this.address, this.host);
     this.sysinfo = fresh;
     this.hooks.sysinfoChanged(this);
   }
@@ -113,7 +124,9 @@ function applySdcAgents(sysinfo: Sysinfo, agents: readonly AgentRecord[]): boole
   return true;
 }
 
-function applyAgentAddress(sysinfo: Sysinfo, address: AgentAddress | undefined): void {
+function applyAgentAddress(sysinfo: Sysinfo, address: AgentAddress | undefined, host: string | undefined): void {
+  // In this order, after every key of the file, so every CN's sysinfo has one shape.
+  delete sysinfo[DAEMON_SYSINFO_KEY];
   if (address) {
     sysinfo['CN Agent IP'] = address.ip;
     sysinfo['CN Agent Port'] = address.port;
@@ -121,4 +134,5 @@ function applyAgentAddress(sysinfo: Sysinfo, address: AgentAddress | undefined):
     delete sysinfo['CN Agent IP'];
     delete sysinfo['CN Agent Port'];
   }
+  if (host) sysinfo[DAEMON_SYSINFO_KEY] = host;
 }

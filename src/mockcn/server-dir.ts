@@ -6,10 +6,14 @@
  * every file of the server; everything is fsynced and the dir is renamed to `servers/<uuid>/`
  * in one step. A server dir named by a UUID is therefore always complete; a crash leaves only
  * a `.creating-` dir, which the daemon finds at start (`scanServers`) and cleans up.
+ *
+ * Removal is staged too: the dir is renamed to `servers/.deleting-<uuid>/` first, and deleted
+ * only once the server's records outside (NAPI, VMAPI, CNAPI) are gone; a `.deleting-` dir
+ * found at start is a clean-up to finish.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { createFileSynced, fsyncDir, writeFileDurable } from '../common/durable-file.js';
+import { createFileSynced, fsyncDir } from '../common/durable-file.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
 import {
@@ -47,8 +51,10 @@ export async function beginServerCreation(dataDir: string, marker: CreateMarker)
   // The marker matters only when something outside must be undone after a crash; without it
   // an interrupted staging dir is simply removed at the next start.
   if (marker.napiMacs.length === 0) return;
-  await writeFileDurable(path.join(staging, CREATE_MARKER_FILE), `${JSON.stringify(marker)}\n`);
-  await fsyncDir(root);
+  // Written in place (the dir is new: nobody reads it before it is whole). A marker cut short
+  // by a crash names nothing: nothing was asked of NAPI before it was durable.
+  await createFileSynced(path.join(staging, CREATE_MARKER_FILE), `${JSON.stringify(marker)}\n`);
+  await Promise.all([fsyncDir(staging), fsyncDir(root)]);
 }
 
 /** Step 2: write sysinfo.json into the staging dir, durably, and publish the server under its uuid. */
@@ -58,8 +64,11 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): P
   const final = serverPaths(dataDir, uuid).dir;
   // The marker stays until the server is published: a crash anywhere before the rename must
   // still name the NAPI NICs to release. After the rename it is only a stale file.
-  // Only sysinfo.json: the agents directory is implicit until an agents task writes it
-  // (agents-dir.ts), vms/ is made when the VM store opens, logs/ with the first task log.
+  // Only sysinfo.json and an empty vms/: the agents directory is implicit until an agents
+  // task writes it (agents-dir.ts), logs/ comes with the first task log.
+  // vms/ too, so its entry is durable with the same fsync of the dir (the VM store would make
+  // it, and sync the dir again, when the CN starts).
+  await fsp.mkdir(path.join(staging, 'vms'));
   await createFileSynced(path.join(staging, SYSINFO_FILE), serializeNewSysinfo(sysinfo));
   await fsyncDir(staging);
   try {
@@ -91,18 +100,40 @@ export async function readCreateMarker(dataDir: string, uuid: string): Promise<C
   }
 }
 
-/** Remove a server's directory: renamed away first (atomic), then deleted. */
-export async function removeServerDir(dataDir: string, uuid: string): Promise<void> {
-  const dir = serverPaths(dataDir, uuid).dir;
-  const doomed = deletingDir(dataDir, uuid);
+/**
+ * Step 1 of a removal: the server dir becomes `.deleting-<uuid>/` (one atomic, durable rename),
+ * so it is no longer a server any start would load, and what its clean-up needs (sysinfo with
+ * the admin NIC, the VM files) stays on disk until the clean-up is done. False when there is
+ * no such server dir.
+ */
+export async function markServerDeleting(dataDir: string, uuid: string): Promise<boolean> {
   try {
-    await fsp.rename(dir, doomed);
+    await fsp.rename(serverPaths(dataDir, uuid).dir, deletingDir(dataDir, uuid));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
   await fsyncDir(serversDir(dataDir));
-  await fsp.rm(doomed, { recursive: true, force: true });
+  return true;
+}
+
+/** Step 2, once nothing outside refers to the server any more: its files go. */
+export async function finishServerRemoval(dataDir: string, uuid: string): Promise<void> {
+  await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
+}
+
+/** Whether a removal of this server was begun and not finished. */
+export async function isServerDeleting(dataDir: string, uuid: string): Promise<boolean> {
+  try {
+    return (await fsp.stat(deletingDir(dataDir, uuid))).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Remove a server's directory at once: renamed away first (atomic), then deleted. */
+export async function removeServerDir(dataDir: string, uuid: string): Promise<void> {
+  if (await markServerDeleting(dataDir, uuid)) await finishServerRemoval(dataDir, uuid);
 }
 
 export interface ServerScan {
@@ -133,8 +164,4 @@ export async function scanServers(dataDir: string): Promise<ServerScan> {
     else scan.other.push(name);
   }
   return scan;
-}
-
-export async function finishInterruptedRemoval(dataDir: string, uuid: string): Promise<void> {
-  await fsp.rm(deletingDir(dataDir, uuid), { recursive: true, force: true });
 }

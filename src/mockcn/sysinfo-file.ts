@@ -9,8 +9,21 @@ import { MockcloudError } from '../common/errors.js';
 import type { Sysinfo } from '../common/sysinfo.js';
 import { completeSysinfo } from './sysinfo-keys.js';
 
-/** The run-time keys: where this process listens now, never what an old file says. */
-export const RUNTIME_SYSINFO_KEYS = ['CN Agent IP', 'CN Agent Port'] as const;
+/** The run-time keys: where this process listens now and which daemon it is, never what an old file says. */
+export const RUNTIME_SYSINFO_KEYS = ['CN Agent IP', 'CN Agent Port', 'Mockcloud Daemon'] as const;
+
+/**
+ * The sysinfo key naming the daemon that hosts a mock CN ("<daemon id>@<host>"), beside
+ * `CN Agent IP`: many daemons may register CNs with one CNAPI, and each counts its own.
+ */
+export const DAEMON_SYSINFO_KEY = 'Mockcloud Daemon';
+
+/** The daemon id of a `Mockcloud Daemon` value ("<id>@<host>"), if it has one. */
+export function daemonIdOf(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const at = value.indexOf('@');
+  return at > 0 ? value.slice(0, at) : value;
+}
 
 /**
  * Keys a running CN derives from its other state: "SDC Agents" is the CN's agents directory

@@ -3,7 +3,7 @@
  * (smartos-live src/sysinfo), with the original mockcloud template's values (cn-agent-spec
  * §5.3) and the hardware of a profile. `"System Type": "Virtual"` is what marks a mock CN.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Sysinfo, SysinfoDisk, SysinfoNetworkInterface } from '../common/sysinfo.js';
 import { BUILTIN_AGENTS } from './agents-dir.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
@@ -43,12 +43,39 @@ export function randomMockMac(): string {
   return `${MOCK_MAC_OUI}:${[...b].map((x) => x.toString(16).padStart(2, '0')).join(':')}`;
 }
 
+/**
+ * A CN's two NICs are one card's two ports, as on a real server: dnet0 (admin) has an even
+ * last octet, dnet1 the next address. So the pair is as unique as the admin MAC, which NAPI
+ * holds each of once, across every daemon that registers CNs with it.
+ */
+export function macPairFrom(drawn: string): { admin: string; extra: string } {
+  const parts = drawn.toLowerCase().split(':');
+  const last = parseInt(parts[5] ?? '0', 16) & 0xfe;
+  const head = parts.slice(0, 5).join(':');
+  const hex = (n: number): string => n.toString(16).padStart(2, '0');
+  return { admin: `${head}:${hex(last)}`, extra: `${head}:${hex(last + 1)}` };
+}
+
+/**
+ * A new CN's uuid (a random v4 uuid) begins with the last three octets of its admin MAC: its
+ * hostname (`VC` + 8 hex) and serial number, made from that beginning, are then unique
+ * wherever the admin MAC is, across every daemon of one NAPI.
+ */
+export function serverUuidFor(adminMac: string): string {
+  const tail = adminMac.toLowerCase().split(':').slice(3).join('');
+  return `${tail}${randomUUID().slice(6)}`;
+}
+
 /** `c<idx>t5000<6 upper-case hex>d0`, like the original's disk names. */
 export function randomDiskNames(count: number): string[] {
   const names: string[] = [];
   const seen = new Set<string>();
+  // One draw for all of them (a CN has 16 disks); more only on a clash.
+  let pool = randomBytes(3 * count).toString('hex').toUpperCase();
   while (names.length < count) {
-    const name = `c${names.length}t5000${randomBytes(3).toString('hex').toUpperCase()}d0`;
+    if (pool.length < 6) pool = randomBytes(3).toString('hex').toUpperCase();
+    const name = `c${names.length}t5000${pool.slice(0, 6)}d0`;
+    pool = pool.slice(6);
     if (seen.has(name)) continue;
     seen.add(name);
     names.push(name);

@@ -53,10 +53,15 @@ export interface MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
   readonly vms: VmStore;
-  /** sysinfo as CNAPI gets it: the file plus the run-time `CN Agent IP` / `CN Agent Port`. */
+  /**
+   * sysinfo as CNAPI gets it: the file plus the run-time `CN Agent IP` / `CN Agent Port` and
+   * `Mockcloud Daemon`.
+   */
   sysinfo: Sysinfo;
   /** Where this CN's cn-agent listens; set once its socket is bound. */
   agentAddress?: AgentAddress;
+  /** The daemon hosting it (sysinfo `Mockcloud Daemon`: "<daemon id>@<host>"); set with the address. */
+  hostedBy?: string;
   /** True once CNAPI accepted the sysinfo registration: tasks are refused (404) before. */
   registered: boolean;
   /** `POST /pause` sets it; tasks get 503 while set. */

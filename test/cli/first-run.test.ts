@@ -181,7 +181,7 @@ describe('the README first run, with 127.0.0.1:9163 taken', () => {
       d.child.once('exit', (c) => resolve(c));
     });
     expect(code).toBe(1);
-    expect(d.err()).toMatch(/^mockcloud: cmon-agent cannot listen on 127\.0\.0\.1:9163: the address is in use/m);
+    expect(d.err()).toMatch(/^mockcloud: cmon-agent cannot listen on 127\.0\.0\.1:9163: the address is already in use/m);
     expect(d.err()).toContain('--cmon-port');
     expect(existsSync(dataDir)).toBe(false);
   });

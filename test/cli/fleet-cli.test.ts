@@ -204,8 +204,9 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
       expect(r.code, args.join(' ')).toBe(1);
       expect(r.stderr).toContain(`no mockcloud daemon is running for ${dataDir}`);
     }
+    // A usage error: exit 2, as Triton's CLIs do.
     const both = await run(['delete-servers', '--all', '--count', '2', ...dd()]);
-    expect(both.code).toBe(1);
+    expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/exactly one way/);
   });
 

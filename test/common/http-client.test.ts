@@ -133,3 +133,122 @@ describe('JsonHttpClient deadlines', () => {
     }
   });
 });
+
+/**
+ * A keep-alive socket the peer dropped while it sat in the pool: the next request sent on it
+ * fails with a reset. The issue 14 leak: a NAPI `DELETE /nics/<mac>` lost that way left the NIC.
+ */
+describe('JsonHttpClient on a reset reused socket', () => {
+  let server: http.Server;
+  let base: string;
+  /** What the server saw: method + url, in order. */
+  const seen: string[] = [];
+  /** Reset the connection instead of answering the n-th request of each connection (1-based). */
+  let resetNth = 2;
+  /** Reset after this many ms (0: at once). */
+  let resetAfterMs = 0;
+  /** Hold requests to /slow forever. */
+  const held: http.ServerResponse[] = [];
+
+  beforeEach(async () => {
+    seen.length = 0;
+    resetNth = 2;
+    resetAfterMs = 0;
+    server = http.createServer((req, res) => {
+      const sock = req.socket as typeof req.socket & { served?: number };
+      sock.served = (sock.served ?? 0) + 1;
+      seen.push(`${req.method} ${req.url}`);
+      req.resume();
+      if (req.url === '/slow') {
+        held.push(res);
+        return;
+      }
+      if (sock.served === resetNth) {
+        setTimeout(() => sock.resetAndDestroy(), resetAfterMs);
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ n: sock.served }));
+    });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterEach(async () => {
+    for (const res of held.splice(0)) res.destroy();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+    it(`sends an idempotent ${method} once more on a fresh socket, and it succeeds`, async () => {
+      const client = new JsonHttpClient({ maxSockets: 1 });
+      try {
+        expect((await client.request({ method: 'GET', url: `${base}/first` })).statusCode).toBe(200);
+        const res = await client.request({ method, url: `${base}/again`, ...(method === 'PUT' ? { body: { a: 1 } } : {}) });
+        expect(res.statusCode).toBe(200);
+        expect(res.body).toEqual({ n: 1 }); // answered on a new connection
+        expect(seen).toEqual(['GET /first', `${method} /again`, `${method} /again`]);
+        expect(client.stats.retries).toBe(1);
+        expect(client.stats.errors).toBe(0);
+      } finally {
+        client.close();
+      }
+    });
+  }
+
+  it('does not repeat a POST: the caller knows whether that is safe', async () => {
+    const client = new JsonHttpClient({ maxSockets: 1 });
+    try {
+      await client.request({ method: 'GET', url: `${base}/first` });
+      await expect(client.request({ method: 'POST', url: `${base}/make`, body: {} })).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(seen).toEqual(['GET /first', 'POST /make']);
+      expect(client.stats.retries).toBe(0);
+      expect(client.stats.errors).toBe(1);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('does not repeat a request reset on a fresh socket (nothing went stale there)', async () => {
+    const client = new JsonHttpClient({ maxSockets: 1 });
+    try {
+      resetNth = 1; // every connection's first request is reset...
+      await expect(client.request({ method: 'GET', url: `${base}/first` })).rejects.toMatchObject({ code: 'ECONNRESET' });
+      // ...and a fresh socket is not a reused one: no retry there.
+      expect(seen).toEqual(['GET /first']);
+      expect(client.stats.retries).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('keeps one deadline from the call: the retry gets what is left of it, not a new one', async () => {
+    const client = new JsonHttpClient({ maxSockets: 1 });
+    try {
+      await client.request({ method: 'GET', url: `${base}/first` });
+      // The reused socket is reset after 300 ms; the retry goes to a request that never answers.
+      resetAfterMs = 300;
+      const url = `${base}/slow`;
+      // /slow holds; make the first try of it hit the reset instead, by sending it as the 2nd request.
+      server.removeAllListeners('request');
+      server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+        const sock = req.socket as typeof req.socket & { served?: number };
+        sock.served = (sock.served ?? 0) + 1;
+        seen.push(`${req.method} ${req.url}`);
+        req.resume();
+        if (sock.served === 2) setTimeout(() => sock.resetAndDestroy(), resetAfterMs);
+        else held.push(res);
+      });
+      const started = Date.now();
+      await expect(client.request({ method: 'GET', url, timeoutMs: 800 })).rejects.toThrow(/timed out after 800 ms/);
+      const took = Date.now() - started;
+      expect(took).toBeGreaterThanOrEqual(750);
+      expect(took).toBeLessThan(1500); // not 300 ms + a fresh 800 ms
+      expect(seen.filter((s) => s === 'GET /slow')).toHaveLength(2);
+    } finally {
+      client.close();
+    }
+  });
+});

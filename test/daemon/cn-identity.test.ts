@@ -79,9 +79,10 @@ describe('a mock CN as CNAPI sees it', () => {
       const si = listed[0]!.sysinfo as Obj;
       expect(si).toEqual(server.sysinfo);
 
-      // Every key a real CN prints, in its order; then only the agent address mockcloud adds.
+      // Every key a real CN prints, in its order; then only what mockcloud adds: the agent
+      // address and the daemon hosting the CN.
       expect(Object.keys(si).filter((k) => REAL_SYSINFO_KEYS.includes(k))).toEqual(REAL_SYSINFO_KEYS);
-      expect(Object.keys(si).filter((k) => !REAL_SYSINFO_KEYS.includes(k)).sort()).toEqual(['CN Agent IP', 'CN Agent Port']);
+      expect(Object.keys(si).filter((k) => !REAL_SYSINFO_KEYS.includes(k)).sort()).toEqual(['CN Agent IP', 'CN Agent Port', 'Mockcloud Daemon']);
       expect(si['System Type']).toBe('Virtual');
 
       const p = getProfile(profileName);

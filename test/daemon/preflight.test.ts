@@ -79,7 +79,7 @@ describe('preflight: cmon-agent port', () => {
   it('with the dev headnode, a port the user chose stays theirs: a clear error naming --cmon-port', async () => {
     const port = await holdPort();
     const c = await config({ cmonPort: port });
-    await expect(preflight(c, { devMode: true })).rejects.toThrow(new RegExp(`cmon-agent cannot listen on 127\\.0\\.0\\.1:${port}: the address is in use.*--cmon-port`));
+    await expect(preflight(c, { devMode: true })).rejects.toThrow(new RegExp(`cmon-agent cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use.*--cmon-port`));
   });
 
   it('against a real Triton a taken port is a hard error naming --cmon-port (CMON scrapes 9163 only)', async () => {
@@ -91,10 +91,11 @@ describe('preflight: cmon-agent port', () => {
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(err?.message).toMatch(/cmon-agent cannot listen on .*: the address is in use/);
+    expect(err?.message).toMatch(/cmon-agent cannot listen on .*: the address is already in use/);
     expect(err?.message).toMatch(/CMON scrapes every compute node on port 9163 only/);
     expect(err?.message).toMatch(/--cmon-port \(env MOCKCLOUD_CMON_PORT\)/);
-    expect(err?.message).not.toMatch(/EADDRINUSE/);
+    // The errno only in parentheses after the words, never alone.
+    expect(err?.message).not.toMatch(/(^|[^(])EADDRINUSE/);
   });
 
   it('a free port is kept as it is, with nothing to say', async () => {
@@ -110,7 +111,7 @@ describe('preflight: other addresses and the data dir', () => {
   it('a taken control port is refused naming --control-port', async () => {
     const port = await holdPort();
     const c = await config({ controlPort: port, cmonPort: 0 });
-    await expect(preflight(c, { devMode: true })).rejects.toThrow(/control API cannot listen on 127\.0\.0\.1:\d+: the address is in use; choose another port with --control-port/);
+    await expect(preflight(c, { devMode: true })).rejects.toThrow(/control API cannot listen on 127\.0\.0\.1:\d+: the address is already in use \(another process listens there\) \(EADDRINUSE\); choose another port with --control-port/);
   });
 
   it('a taken pinned headnode port is refused naming --headnode-ports', async () => {

@@ -31,7 +31,7 @@ interface FakeCnapi {
  * the fake mockcloud's state). A mock CN is "unknown" for its first `runningAfter` listings,
  * then "running"; indexes in `stuck` never run.
  */
-async function startFakeCnapi(stateDir: string, runningAfter: number, stuck: number[] = []): Promise<FakeCnapi> {
+async function startFakeCnapi(stateDir: string, runningAfter: number, stuck: number[] = [], others: Others = {}): Promise<FakeCnapi> {
   const listings: URLSearchParams[] = [];
   const mocks: { uuid: string; seen: number }[] = [];
   let next = 0;
@@ -53,8 +53,16 @@ async function startFakeCnapi(stateDir: string, runningAfter: number, stuck: num
         mocks.push({ uuid: `564d0000-0000-4000-8000-${String(next++).padStart(12, '0')}`, seen: 0 });
       }
       mocks.splice(want);
+      const foreign = Array.from({ length: others.count ?? 0 }, (_, i) => ({
+        uuid: `7a7a0000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        hostname: `VC7A7A000${i}`,
+        status: 'unknown',
+        headnode: false,
+        sysinfo: { 'System Type': 'Virtual', 'Mockcloud Daemon': 'e0e0e0e0-0000-4000-8000-000000000002@elsewhere' },
+      }));
       const all = [
         ...base,
+        ...foreign,
         ...mocks.map((m, i) => {
           m.seen++;
           const running = m.seen > runningAfter && !stuck.includes(i);
@@ -63,7 +71,7 @@ async function startFakeCnapi(stateDir: string, runningAfter: number, stuck: num
             hostname: `VC${m.uuid.slice(0, 8).toUpperCase()}`,
             status: running ? 'running' : 'unknown',
             headnode: false,
-            sysinfo: { 'System Type': 'Virtual', UUID: m.uuid },
+            sysinfo: { 'System Type': 'Virtual', UUID: m.uuid, ...(others.daemon ? { 'Mockcloud Daemon': others.daemon } : {}) },
           };
         }),
       ];
@@ -83,11 +91,21 @@ async function startFakeCnapi(stateDir: string, runningAfter: number, stuck: num
   };
 }
 
+/** Other daemons' mock CNs in the same CNAPI (never running), and the daemon this one says it is. */
+interface Others {
+  count?: number;
+  daemon?: string;
+}
+
+/** `ensure-servers N -j` answers JSON naming its daemon when FAKE_DAEMON is set (as mockcloud does); plain text otherwise (an older one). */
 const FAKE_MOCKCLOUD = `record "$@"
 [[ \${FAKE_MOCKCLOUD_RC:-0} == 0 ]] || { echo "mockcloud: the daemon is not running" >&2; exit \${FAKE_MOCKCLOUD_RC}; }
 echo "$2" >"$FAKE_STATE/want"
 printf '%s\\n' "\${MOCKCLOUD_NAPI_URL:-}" >"$FAKE_STATE/napi-url"
-echo "Already have $2 mock servers"`;
+echo "creating some" >&2
+if [[ -n \${FAKE_DAEMON:-} ]]; then echo "{\\"daemon\\": \\"$FAKE_DAEMON\\", \\"want\\": $2}"; else echo "Already have $2 mock servers"; fi`;
+
+const DAEMON = 'd0d0d0d0-0000-4000-8000-000000000001@zone1';
 
 let world: FakeWorld;
 let cnapi: FakeCnapi | undefined;
@@ -114,7 +132,7 @@ describe('nightly-setup-hook', () => {
       '3', '--cnapi-url', cnapi.url, '--napi-url', 'http://napi.test', '--data-dir', dataDir, '--interval', '0.1',
     ]);
     expect(r.code, r.stderr).toBe(0);
-    expect(await world.callsOf('mockcloud')).toEqual([['mockcloud', 'ensure-servers', '3', '--data-dir', dataDir]]);
+    expect(await world.callsOf('mockcloud')).toEqual([['mockcloud', 'ensure-servers', '3', '-j', '--data-dir', dataDir]]);
     expect((await readFile(path.join(world.state, 'napi-url'), 'utf8')).trim()).toBe('http://napi.test');
     // It kept polling while the CNs were not yet running (the down real CN does not count).
     expect(cnapi.listings.length).toBeGreaterThanOrEqual(3);
@@ -123,6 +141,23 @@ describe('nightly-setup-hook', () => {
     // One summary line on stdout.
     expect(r.stdout.trim().split('\n')).toHaveLength(1);
     expect(r.stdout).toMatch(/OK: 3 mock CNs running in CNAPI \(wanted 3\)/);
+  });
+
+  it("counts and waits for its own daemon's CNs only: other daemons' CNs in the same CNAPI are not its business", async () => {
+    cnapi = await startFakeCnapi(world.state, 1, [], { count: 2, daemon: DAEMON });
+    const r = await hook(['3', '--cnapi-url', cnapi.url, '--interval', '0.1', '--timeout', '20'], { FAKE_DAEMON: DAEMON });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/OK: 3 mock CNs running in CNAPI \(wanted 3\)/);
+    expect(r.stderr).toContain(`of daemon ${DAEMON}`);
+    // ensure-servers' progress still reaches the log.
+    expect(r.stderr).toContain('creating some');
+  });
+
+  it('counts every mock CN when mockcloud names no daemon (an older one): others never running hold it up', async () => {
+    cnapi = await startFakeCnapi(world.state, 0, [], { count: 1, daemon: DAEMON });
+    const r = await hook(['2', '--cnapi-url', cnapi.url, '--interval', '0.1', '--timeout', '1']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/1 of 3 mock CNs not running/);
   });
 
   it('is safe to run twice: the same N again, no more CNs, exit 0', async () => {
@@ -134,8 +169,8 @@ describe('nightly-setup-hook', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(cnapi.mockUuids()).toEqual(first);
     expect(await world.callsOf('mockcloud')).toEqual([
-      ['mockcloud', 'ensure-servers', '4'],
-      ['mockcloud', 'ensure-servers', '4'],
+      ['mockcloud', 'ensure-servers', '4', '-j'],
+      ['mockcloud', 'ensure-servers', '4', '-j'],
     ]);
   });
 
@@ -187,8 +222,8 @@ require("http").get(process.env.FAKE_CNAPI_URL + process.argv[1], (res) => {
     const r = await hook(['2', '--headnode', 'hn.test', '--interval', '0.1'], { FAKE_CNAPI_URL: cnapi.url });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/OK: 2 mock CNs running/);
-    expect(await world.callsOf('zlogin')).toEqual([['zlogin', ZONE, '/bin/bash', '-lc', 'mockcloud ensure-servers 2']]);
-    expect(await world.callsOf('mockcloud')).toEqual([['mockcloud', 'ensure-servers', '2']]);
+    expect(await world.callsOf('zlogin')).toEqual([['zlogin', ZONE, '/bin/bash', '-lc', 'mockcloud ensure-servers 2 -j']]);
+    expect(await world.callsOf('mockcloud')).toEqual([['mockcloud', 'ensure-servers', '2', '-j']]);
     expect((await world.callsOf('ssh')).every((c) => c[1] === 'hn.test')).toBe(true);
     expect(cnapi.listings.length).toBeGreaterThanOrEqual(2);
   });

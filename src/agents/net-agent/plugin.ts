@@ -415,6 +415,9 @@ export class NetAgentPlugin implements CnAgentPlugin {
       const t = mac ? this.byMac.get(mac) : undefined;
       if (!t) return;
       if (subResources.includes('delete')) t.deletedInNapi = true;
+      // The item of a change this agent made itself names the etag NAPI answered it with:
+      // nothing new to read then.
+      else if (typeof item.etag === 'string' && item.etag === t.etag && t.remote) return;
       t.stale = true;
       this.reconciler!.kick(t);
     } else if (resource === 'network') {

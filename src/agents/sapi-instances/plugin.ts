@@ -153,7 +153,7 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
    * A CN is being deleted: delete its instances from SAPI. Returns warnings (what could not be
    * deleted now is journalled and retried); never rejects for SAPI's sake.
    */
-  async release(cn: MockCn): Promise<string[]> {
+  async release(cn: Pick<MockCn, 'uuid' | 'agents'>): Promise<string[]> {
     this.detach(cn.uuid);
     if (this.chunk?.cns.has(cn.uuid)) await this.chunk.done.catch(() => undefined);
     if (!this.sapi) return [];

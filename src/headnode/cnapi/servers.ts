@@ -5,6 +5,7 @@
  * `updateFromSysinfo`'s field mapping, `updateFromStatusUpdate`'s mapping, and `getFinal`'s
  * extras filtering (sdc-cnapi lib/models/server.js).
  */
+import { applyRecordEntries, TrackedMap, type RecordEntry } from '../journal.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 
 export type ServerRecord = Record<string, unknown> & { uuid: string };
@@ -105,7 +106,8 @@ export interface UpsertResult {
 export class ServerNotFound extends Error {}
 
 export class ServerRegistry {
-  private readonly servers = new Map<string, ServerRecord>();
+  /** Records are replaced, never changed in place, so the map sees every change (journal). */
+  private readonly servers = new TrackedMap<string, ServerRecord>();
   private readonly datacenter: string;
   /** The `rabbitmq` boot argument CNAPI gives every server (`user:password:host:port`). */
   readonly rabbitmq: string;
@@ -137,14 +139,19 @@ export class ServerRegistry {
     return [...this.servers.values()];
   }
 
-  restore(records: unknown): void {
+  /** The records changed since the last call, whole (null: deleted), for the journal. */
+  drainJournal(): RecordEntry<ServerRecord>[] {
+    return this.servers.takeChanged().map((uuid) => ({ k: uuid, v: this.servers.get(uuid) ?? null }));
+  }
+
+  /** The stored records with the journal's entries applied. */
+  restore(records: unknown, entries: readonly unknown[] = []): void {
     this.servers.clear();
-    if (!Array.isArray(records)) return;
-    for (const r of records) {
-      if (r && typeof r === 'object' && typeof (r as ServerRecord).uuid === 'string') {
-        this.servers.set((r as ServerRecord).uuid, r as ServerRecord);
-      }
-    }
+    const valid = (r: unknown): r is ServerRecord => !!r && typeof r === 'object' && typeof (r as ServerRecord).uuid === 'string';
+    const stored = Array.isArray(records) ? records.filter(valid) : [];
+    const changes = (entries as RecordEntry<ServerRecord>[]).filter((e) => typeof e?.k === 'string' && (e.v === null || valid(e.v)));
+    for (const r of applyRecordEntries(stored, 'uuid', changes)) this.servers.set(r.uuid, r);
+    this.servers.forgetChanges();
   }
 
   /**

@@ -28,7 +28,7 @@ import { mountVmRoutes } from './routes-vms.js';
 import { mountZfsRoutes } from './routes-zfs.js';
 import { fieldsFromSysinfo, ServerRegistry } from './servers.js';
 import { TaskRegistry } from './tasks.js';
-import type { HeadnodeStore, StateDocument } from '../store.js';
+import type { HeadnodeStore, JournaledDocument, StateDocument } from '../store.js';
 
 export interface CnapiServiceOptions {
   log: Logger;
@@ -58,7 +58,7 @@ export class CnapiService {
   private readonly dispatcher: CnAgentDispatcher;
   private readonly allocator: Allocator = newAllocator();
   private readonly liveImage: string;
-  private readonly serverDoc: StateDocument;
+  private readonly serverDoc: JournaledDocument;
   private readonly taskDoc: StateDocument;
   private readonly waitlistDoc: StateDocument;
   private readonly waitlist: Waitlist;
@@ -78,9 +78,12 @@ export class CnapiService {
     this.liveImage = opts.platform ?? DEFAULT_PLATFORM;
     // Server records change on every status sample; unacknowledged changes are saved
     // within a second, acknowledged ones (registration, ServerUpdate) before the answer.
-    this.serverDoc = opts.store.document('cnapi-servers', () => ({ servers: this.servers.snapshot() }), {
-      lazyDelayMs: 1000,
-    });
+    // Journaled: a registration appends its server's record instead of rewriting every one.
+    this.serverDoc = opts.store.journaled(
+      'cnapi-servers',
+      { snapshot: () => ({ servers: this.servers.snapshot() }), drain: () => this.servers.drainJournal() },
+      { lazyDelayMs: 1000 },
+    );
     this.tasks = new TaskRegistry({ onChange: () => this.taskDoc.saveSoon() });
     // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
     // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
@@ -120,8 +123,8 @@ export class CnapiService {
   }
 
   async start(opts: { host: string; port: number }): Promise<void> {
-    const sdoc = (await this.serverDoc.load()) as { servers?: unknown } | undefined;
-    this.servers.restore(sdoc?.servers);
+    const sdoc = await this.serverDoc.loadJournaled();
+    this.servers.restore((sdoc.snapshot as { servers?: unknown } | undefined)?.servers, sdoc.entries);
     // CNAPI's first start stores the `default` server record (moray.js initializeBuckets).
     this.servers.ensureDefault(this.liveImage);
     const tdoc = (await this.taskDoc.load()) as { tasks?: unknown } | undefined;

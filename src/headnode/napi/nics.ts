@@ -283,6 +283,7 @@ function demoteOtherPrimaries(ctx: NapiContext, nic: NicRecord): void {
     if (other !== nic && other.primary && other.belongs_to_uuid === nic.belongs_to_uuid) {
       other.primary = false;
       other.etag = etagOf(other);
+      ctx.state.nics.set(other.mac, other); // changed in place: journal it too
     }
   }
 }

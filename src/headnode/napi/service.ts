@@ -1,13 +1,13 @@
 /**
  * The dev headnode's NAPI: nic tags, networks, IP allocation and NICs with NAPI's wire
- * behaviour, plus its changefeed. State is one document of the headnode store ("napi");
- * every write is acknowledged only once it is on disk. A fresh data dir starts with what a
+ * behaviour, plus its changefeed. State is one journaled document of the headnode store
+ * ("napi"); every write is acknowledged only once it is on disk. A fresh data dir starts with what a
  * fresh DC has (see seed.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../common/log.js';
-import type { HeadnodeStore, StateDocument } from '../store.js';
+import type { HeadnodeStore, JournaledDocument } from '../store.js';
 import { DEFAULT_MAC_OUI } from './addr.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { NAPI_CHANGEFEED_RESOURCES } from '../../common/changefeed/protocol.js';
@@ -38,7 +38,7 @@ export class NapiService {
   private readonly store: HeadnodeStore;
   private readonly opts: NapiServiceOptions;
   private state: NapiState;
-  private doc: StateDocument | undefined;
+  private doc: JournaledDocument | undefined;
   private changefeed: ChangefeedPublisher | undefined;
   private server: RestifyServer | undefined;
   private _url: string | undefined;
@@ -66,14 +66,16 @@ export class NapiService {
   async start(opts: { host: string; port: number }): Promise<void> {
     if (this.server) throw new Error('NAPI is already started');
     const state = new NapiState(this.state.adminUuid);
-    const doc = this.store.document(NAPI_DOC, () => state.snapshot());
-    const stored = await doc.load();
-    if (stored === undefined) {
+    // Every NIC change is acknowledged once on disk: journaled, so a change costs its own
+    // record, not a rewrite of every NIC (store.ts).
+    const doc = this.store.journaled(NAPI_DOC, { snapshot: () => state.snapshot(), drain: () => state.drainJournal() });
+    const stored = await doc.loadJournaled();
+    if (stored.snapshot === undefined) {
       seedFreshDc({ state }, this.opts.seedNetworks ?? DEFAULT_SEED_NETWORKS);
       await doc.save();
       this.log.info({ networks: state.networks.size }, 'NAPI: seeded a fresh DC');
     } else {
-      state.restore(stored);
+      state.restore(stored.snapshot, stored.entries);
     }
     this.state = state;
     this.doc = doc;

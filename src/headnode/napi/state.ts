@@ -3,9 +3,12 @@
  * and NICs are stored; each network's IP table is rebuilt at load from what determines it
  * (the network's own reserved addresses, the NICs holding addresses, and the freed list),
  * so a NIC and its address can never disagree after a crash. The whole state is one
- * document ("napi"), written atomically.
+ * journaled document ("napi", see store.ts): a save appends the NICs and freed addresses that
+ * changed; a change of nic tags, networks, pools, aggregations or UpdateIP's explicit address
+ * records rewrites the whole document.
  */
 import { broadcastAddress, cidrContains, formatIpv4, parseIpv4 } from './addr.js';
+import { applyRecordEntries, TrackedMap, type RecordEntry } from '../journal.js';
 import {
   cidrOf,
   type AggregationRecord,
@@ -29,19 +32,32 @@ export interface NapiSnapshot {
   aggregations?: AggregationRecord[];
 }
 
+/** A journal entry of the NAPI document: a NIC (by its numeric MAC) or a freed address ("<network> <ip>"). */
+export type NapiJournalEntry = ({ t: 'nic' } & RecordEntry<NicRecord>) | ({ t: 'freed' } & RecordEntry<number>);
+
 export class NapiState {
-  readonly nicTags = new Map<string, NicTagRecord>();
-  readonly networks = new Map<string, NetworkRecord>();
-  readonly nics = new Map<number, NicRecord>();
-  readonly pools = new Map<string, NetworkPoolRecord>();
+  readonly nicTags = new TrackedMap<string, NicTagRecord>();
+  readonly networks = new TrackedMap<string, NetworkRecord>();
+  readonly nics = new TrackedMap<number, NicRecord>();
+  readonly pools = new TrackedMap<string, NetworkPoolRecord>();
   /** Aggregations by id (`<server uuid>-<name>`). */
-  readonly aggregations = new Map<string, AggregationRecord>();
+  readonly aggregations = new TrackedMap<string, AggregationRecord>();
   /** network uuid -> ip -> record. */
   private readonly ips = new Map<string, Map<number, IpRecord>>();
+  /** Per network: every address below this one in the provision range has a record. */
+  private readonly unrecordedFrom = new Map<string, number>();
+  /** Addresses whose freed state changed since the last save ("<network> <ip>"). */
+  private freedChanged = new Set<string>();
+  /** Nic tags or networks changed: the next save rewrites the whole document. */
+  private structural = false;
   readonly adminUuid: string;
 
   constructor(adminUuid: string) {
     this.adminUuid = adminUuid;
+    // Rare changes: each rewrites the whole document.
+    for (const m of [this.nicTags, this.networks, this.pools, this.aggregations] as TrackedMap<unknown, unknown>[]) {
+      m.onChange = () => (this.structural = true);
+    }
   }
 
   // --- networks and their IP tables
@@ -49,11 +65,13 @@ export class NapiState {
   addNetwork(net: NetworkRecord): void {
     this.networks.set(net.uuid, net);
     this.ips.set(net.uuid, this.staticIps(net));
+    this.unrecordedFrom.delete(net.uuid);
   }
 
   removeNetwork(uuid: string): void {
     this.networks.delete(uuid);
     this.ips.delete(uuid);
+    this.unrecordedFrom.delete(uuid);
   }
 
   /** Rebuild the reserved records of a network after its gateway/resolvers/range changed. */
@@ -64,6 +82,8 @@ export class NapiState {
       else if (!rec.reserved && rec.belongs_to_uuid === undefined && rec.freed_at === undefined) table.delete(ip);
     }
     for (const [ip, rec] of this.staticIps(net)) if (!table.has(ip)) table.set(ip, rec);
+    this.unrecordedFrom.delete(net.uuid);
+    this.structural = true;
   }
 
   /**
@@ -114,9 +134,16 @@ export class NapiState {
    */
   nextFreeIp(net: NetworkRecord): number | undefined {
     const table = this.ipTable(net.uuid);
-    for (let ip = net.provision_start_ip; ip <= net.provision_end_ip; ip++) {
-      if (!table.has(ip)) return ip;
+    // Records are only ever added to a table while the network stays as it is (a freed address
+    // keeps its record), so the search for the lowest unrecorded one resumes where it stopped.
+    let ip = Math.max(net.provision_start_ip, this.unrecordedFrom.get(net.uuid) ?? 0);
+    for (; ip <= net.provision_end_ip; ip++) {
+      if (!table.has(ip)) {
+        this.unrecordedFrom.set(net.uuid, ip);
+        return ip;
+      }
     }
+    this.unrecordedFrom.set(net.uuid, ip);
     let best: IpRecord | undefined;
     for (const rec of table.values()) {
       if (rec.ip < net.provision_start_ip || rec.ip > net.provision_end_ip) continue;
@@ -129,6 +156,8 @@ export class NapiState {
   assignIp(networkUuid: string, ip: number, owner: { belongs_to_type: string; belongs_to_uuid: string; owner_uuid: string }, reserved?: boolean): void {
     const table = this.ipTable(networkUuid);
     const prev = table.get(ip);
+    if (prev?.freed_at !== undefined) this.freedChanged.add(`${networkUuid} ${formatIpv4(ip)}`);
+    if (prev?.explicit) this.structural = true;
     table.set(ip, {
       ip,
       reserved: reserved ?? prev?.reserved ?? false,
@@ -142,6 +171,8 @@ export class NapiState {
   /** UpdateIP's write: the record as given replaces the address's record. */
   putIp(networkUuid: string, rec: IpRecord): void {
     this.ipTable(networkUuid).set(rec.ip, rec);
+    // UpdateIP's records are kept in the whole document only (a rare write).
+    this.structural = true;
   }
 
   /** NAPI's `unassignBatch`: reserved addresses keep their owner_uuid. */
@@ -150,8 +181,12 @@ export class NapiState {
     const prev = table.get(ip);
     const rec: IpRecord = { ip, reserved: prev?.reserved ?? false, freed_at: now };
     if (prev?.reserved && prev.owner_uuid) rec.owner_uuid = prev.owner_uuid;
-    if (prev?.explicit) rec.explicit = true;
+    if (prev?.explicit) {
+      rec.explicit = true;
+      this.structural = true;
+    }
     table.set(ip, rec);
+    this.freedChanged.add(`${networkUuid} ${formatIpv4(ip)}`);
   }
 
   ipRecords(networkUuid: string): IpRecord[] {
@@ -189,19 +224,62 @@ export class NapiState {
     };
   }
 
-  /** Load a stored snapshot (validated by shape; a damaged one throws). */
-  restore(doc: unknown): void {
+  /**
+   * What changed since the last save, as journal entries (each NIC and freed address whole, as
+   * it is now), or 'all' after a change of nic tags or networks.
+   */
+  drainJournal(): NapiJournalEntry[] | 'all' {
+    const nics = this.nics.takeChanged();
+    const freed = this.freedChanged;
+    this.freedChanged = new Set();
+    if (this.structural) {
+      this.structural = false;
+      this.nicTags.forgetChanges();
+      this.networks.forgetChanges();
+      this.pools.forgetChanges();
+      this.aggregations.forgetChanges();
+      return 'all';
+    }
+    const out: NapiJournalEntry[] = [];
+    for (const mac of nics) out.push({ t: 'nic', k: String(mac), v: this.nics.get(mac) ?? null });
+    for (const key of freed) {
+      const [net, ipText] = key.split(' ') as [string, string];
+      const rec = this.getIp(net, parseIpv4(ipText)!);
+      const at = rec && rec.freed_at !== undefined && rec.belongs_to_uuid === undefined ? rec.freed_at : null;
+      out.push({ t: 'freed', k: key, v: at });
+    }
+    return out;
+  }
+
+  /**
+   * Load a stored snapshot (validated by shape; a damaged one throws) with the journal's
+   * entries applied.
+   */
+  restore(doc: unknown, entries: readonly unknown[] = []): void {
     const snap = doc as Partial<NapiSnapshot>;
     if (!snap || typeof snap !== 'object' || snap.version !== 1 || !Array.isArray(snap.nic_tags) || !Array.isArray(snap.networks) || !Array.isArray(snap.nics)) {
       throw new Error('the stored NAPI state is not a version 1 document');
     }
+    const nicEntries: RecordEntry<NicRecord>[] = [];
+    const freed: Record<string, Record<string, number>> = structuredClone(snap.freed ?? {});
+    for (const e of entries as NapiJournalEntry[]) {
+      if (e?.t === 'nic') nicEntries.push({ k: e.k, v: e.v });
+      else if (e?.t === 'freed') {
+        const [net, ip] = e.k.split(' ') as [string, string];
+        if (e.v === null) {
+          if (freed[net]) delete freed[net][ip];
+        } else (freed[net] ??= {})[ip] = e.v;
+      } else throw new Error(`the NAPI journal has an entry of no known kind: ${JSON.stringify(e).slice(0, 200)}`);
+    }
+    const nics = applyRecordEntries(snap.nics, 'mac', nicEntries);
     this.nicTags.clear();
     this.networks.clear();
     this.nics.clear();
     this.ips.clear();
+    this.unrecordedFrom.clear();
     for (const t of snap.nic_tags) this.nicTags.set(t.name, t);
     for (const n of snap.networks) this.addNetwork(n);
-    for (const [uuid, ips] of Object.entries(snap.freed ?? {})) {
+    for (const [uuid, ips] of Object.entries(freed)) {
       if (!this.networks.has(uuid)) continue;
       for (const [ipText, at] of Object.entries(ips)) {
         const ip = parseIpv4(ipText);
@@ -219,11 +297,19 @@ export class NapiState {
     for (const p of snap.network_pools ?? []) this.pools.set(p.uuid, p);
     this.aggregations.clear();
     for (const a of snap.aggregations ?? []) this.aggregations.set(a.id, a);
-    for (const nic of snap.nics) {
+    for (const nic of nics) {
       this.nics.set(nic.mac, nic);
       if (nic.ip !== undefined && nic.network_uuid && this.networks.has(nic.network_uuid)) {
         this.assignIp(nic.network_uuid, nic.ip, nic);
       }
     }
+    // What was just loaded is on disk already.
+    this.nicTags.forgetChanges();
+    this.networks.forgetChanges();
+    this.pools.forgetChanges();
+    this.aggregations.forgetChanges();
+    this.nics.forgetChanges();
+    this.freedChanged = new Set();
+    this.structural = false;
   }
 }

@@ -16,7 +16,12 @@ const tritonTags = require('triton-tags') as {
   validateTritonTag(key: string, val: unknown): string | null;
 };
 
-const ALIAS_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/**
+ * VMAPI's alias pattern, written as sdc-vmapi writes it: its source is in the error message
+ * ("String does not match regexp: ..."), which clients and VMAPI's tests compare.
+ */
+// eslint-disable-next-line no-useless-escape
+export const ALIAS_RE = /^[a-zA-Z0-9][a-zA-Z0-9\_\.\-]*$/;
 const DNS_NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9][a-z0-9-]{0,62})*$/i;
 const PW_SUFFIX = /^(.*)_pw$/;
 const VOLUME_NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;

@@ -20,9 +20,9 @@ import {
   type P,
   type Validator,
 } from './validators.js';
+import { ALIAS_RE } from './field-validators.js';
 import { VALID_VM_BRANDS, VM_FIELD_NAMES } from './vm-fields.js';
 
-const ALIAS_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const RAM_RE = /^0$|^([1-9][0-9]*$)/;
 const VALID_LIST_STATES = ['running', 'stopped', 'active', 'destroyed'];
 

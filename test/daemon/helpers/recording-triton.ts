@@ -15,6 +15,9 @@ export interface RecordedRequest {
   at: number;
 }
 
+/** As a `failNext` reply: the request is handled as usual, but the answer is lost (a reset). */
+export const LOST = -1;
+
 export interface CannedReply {
   status: number;
   body?: unknown;
@@ -53,6 +56,12 @@ export class RecordingTriton {
           return;
         }
         const reply = this.reply(rec);
+        if (reply.status === LOST) {
+          // Done, but the answer is lost: the connection is reset instead.
+          this.reply({ ...rec, lost: true } as RecordedRequest);
+          res.socket?.resetAndDestroy();
+          return;
+        }
         const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
         res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
         res.end(out);
@@ -77,12 +86,17 @@ export class RecordingTriton {
     this.failures.push({ match: path, reply, remaining: times, ...(method ? { method } : {}) });
   }
 
+  /** Drop the injected failures not used yet. */
+  clearFailures(): void {
+    this.failures.length = 0;
+  }
+
   find(method: string, path: RegExp): RecordedRequest[] {
     return this.requests.filter((r) => r.method === method && path.test(r.path));
   }
 
   private reply(r: RecordedRequest): CannedReply {
-    for (const f of this.failures) {
+    for (const f of (r as { lost?: boolean }).lost ? [] : this.failures) {
       if (f.remaining > 0 && f.match.test(r.path) && (!f.method || f.method === r.method)) {
         f.remaining--;
         return f.reply;

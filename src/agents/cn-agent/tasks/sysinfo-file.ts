@@ -6,7 +6,7 @@
  */
 import { writeFileDurable } from '../../../common/durable-file.js';
 import type { Sysinfo } from '../../../common/sysinfo.js';
-import { readSysinfoFile, RUNTIME_SYSINFO_KEYS } from '../../../mockcn/sysinfo-file.js';
+import { DAEMON_SYSINFO_KEY, readSysinfoFile, RUNTIME_SYSINFO_KEYS } from '../../../mockcn/sysinfo-file.js';
 import { sdcAgentsOf } from '../../../mockcn/sysinfo-keys.js';
 import type { MockCn } from '../../../mockcn/types.js';
 
@@ -21,7 +21,7 @@ export async function writeCnSysinfo(cn: MockCn, sysinfo: Sysinfo): Promise<void
   await writeFileDurable(cn.paths.sysinfo, `${JSON.stringify(copy, null, 2)}\n`);
 }
 
-/** sysinfo as the agent reports it: the file, the CN's agents, and where this agent listens. */
+/** sysinfo as the agent reports it: the file, the CN's agents, where this agent listens and which daemon hosts it. */
 export function withAgentAddress(sysinfo: Sysinfo, cn: MockCn): Sysinfo {
   const out: Sysinfo = { ...sysinfo };
   if (cn.agents) out['SDC Agents'] = sdcAgentsOf(cn.agents);
@@ -29,6 +29,7 @@ export function withAgentAddress(sysinfo: Sysinfo, cn: MockCn): Sysinfo {
     out['CN Agent IP'] = cn.agentAddress.ip;
     out['CN Agent Port'] = cn.agentAddress.port;
   }
+  if (cn.hostedBy) out[DAEMON_SYSINFO_KEY] = cn.hostedBy;
   return out;
 }
 
