@@ -11,26 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readDaemonJson } from '../../src/daemon/daemon-json.js';
+import { CLI_ENV, MAIN } from './helpers/built-daemon.js';
 import { call, cnapiClient, napiClient, vmapiClient, type Client } from '../headnode/helpers/sdc-clients.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const MAIN = path.join(ROOT, 'dist/src/cli/main.js');
 const ADMIN = '930896af-bf8c-48d4-885c-6573a94b1853';
-const ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  MOCKCLOUD_NO_MDATA: '1',
-  MOCKCLOUD_DATA_DIR: '',
-  MOCKCLOUD_CNAPI_URL: '',
-  MOCKCLOUD_VMAPI_URL: '',
-  MOCKCLOUD_NAPI_URL: '',
-  MOCKCLOUD_IMGAPI_URL: '',
-  MOCKCLOUD_CONFIG: '',
-  MOCKCLOUD_LOG_LEVEL: 'warn',
-  // Parallel test files must not fight over cmon-agent's 9163.
-  MOCKCLOUD_CMON_PORT: '0',
-  // New CNs without an external NIC, as on a real DC, so add-externals has work to do.
-  MOCKCLOUD_EXTERNAL_NICS: 'false',
-};
+// New CNs without an external NIC, as on a real DC, so add-externals has work to do.
+const ENV: NodeJS.ProcessEnv = { ...CLI_ENV, MOCKCLOUD_EXTERNAL_NICS: 'false' };
 
 interface Run {
   code: number | null;

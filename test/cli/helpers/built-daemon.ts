@@ -17,8 +17,11 @@ const netconfig = require('triton-netconfig') as { agentIpFromSysinfo(s: unknown
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const MAIN = path.join(ROOT, 'dist/src/cli/main.js');
 
-/** No mdata, no Triton addresses or config from the environment: the embedded headnode it is. */
-const ENV: NodeJS.ProcessEnv = {
+/**
+ * No mdata, no Triton addresses or config from the environment: the embedded headnode it is.
+ * Every child `mockcloud` of the tests runs with it.
+ */
+export const CLI_ENV: NodeJS.ProcessEnv = {
   ...process.env,
   MOCKCLOUD_NO_MDATA: '1',
   MOCKCLOUD_DATA_DIR: '',
@@ -56,7 +59,7 @@ export async function startBuiltDaemon(opts: { args?: string[]; config?: Record<
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-built-'));
   if (opts.config) await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify(opts.config));
   const args = ['daemon', '--data-dir', dataDir, '--control-port', '0', '--servers', String(opts.servers ?? 1), ...(opts.args ?? [])];
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: ENV });
+  const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: CLI_ENV });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -7,20 +7,9 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { buildSysinfo, serializeNewSysinfo } from '../../../src/mockcn/sysinfo-template.js';
 import { getProfile } from '../../../src/mockcn/profiles.js';
-import { MAIN } from './built-daemon.js';
+import { CLI_ENV, MAIN } from './built-daemon.js';
 
-export const CLI_ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  MOCKCLOUD_NO_MDATA: '1',
-  MOCKCLOUD_DATA_DIR: '',
-  MOCKCLOUD_CNAPI_URL: '',
-  MOCKCLOUD_VMAPI_URL: '',
-  MOCKCLOUD_NAPI_URL: '',
-  MOCKCLOUD_IMGAPI_URL: '',
-  MOCKCLOUD_CONFIG: '',
-  MOCKCLOUD_LOG_LEVEL: 'warn',
-  MOCKCLOUD_CMON_PORT: '0',
-};
+export { CLI_ENV };
 
 export interface Run {
   code: number | null;
