@@ -26,7 +26,7 @@ import {
   SYSINFO_FILE,
 } from './layout.js';
 import { serializeNewSysinfo } from './sysinfo-template.js';
-import { PROFILE_FILE, serializeProfileRecord, type ProfileRecord } from './profile-record.js';
+import { needsProfileRecord, PROFILE_FILE, serializeProfileRecord, type ProfileRecord } from './profile-record.js';
 
 /** What `create.json` records while a server is being created. */
 export interface CreateMarker {
@@ -71,7 +71,9 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo, pr
   // it, and sync the dir again, when the CN starts).
   await fsp.mkdir(path.join(staging, 'vms'));
   await createFileSynced(path.join(staging, SYSINFO_FILE), serializeNewSysinfo(sysinfo));
-  if (profile) await createFileSynced(path.join(staging, PROFILE_FILE), serializeProfileRecord(profile));
+  if (profile && needsProfileRecord(profile, sysinfo)) {
+    await createFileSynced(path.join(staging, PROFILE_FILE), serializeProfileRecord(profile));
+  }
   await fsyncDir(staging);
   try {
     await fsp.rename(staging, final);

@@ -142,6 +142,10 @@ describe('fleet composition: mixes, profile files and placement controls', () =>
   it("gives CNAPI a profile file's hardware, NICs and traits", async () => {
     const [gpu] = await create(daemon, { count: 1, profile: 'gpu' });
     expect(gpu!.profile).toBe('gpu');
+    // Its Product is large's (from `extends`): the CN's profile.json says which profile it is.
+    const listed = (await control(daemon, 'GET', `/servers/${gpu!.uuid}`)).body as Obj;
+    expect(listed.profile).toBe('gpu');
+    expect(listed.sysinfo.Product).toBe('Joyent-Virtual-CN-0003');
     const server = await waitFor(
       async () => {
         const s = await call<Obj>(cnapi, 'getServer', gpu!.uuid).catch(() => undefined);
