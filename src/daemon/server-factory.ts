@@ -185,7 +185,15 @@ export class ServerFactory {
     const profiles = this.profilesFor(req, seed, first);
     const plans: CnPlan[] = profiles.map((profile, i) => {
       const streams = cnStreams(seed, first + i);
-      return { profile, streams, firstPair: this.drawLocalPair(streams) };
+      // No free pair in its draws: that CN's creation fails (drawing again), not the request.
+      const firstPair = (() => {
+        try {
+          return this.drawLocalPair(streams);
+        } catch {
+          return undefined;
+        }
+      })();
+      return { profile, streams, ...(firstPair ? { firstPair } : {}) };
     });
     // Created in order of the plans; results in order of completion.
     await mapLimit(plans, this.o.concurrency ?? 16, async (plan) => {
@@ -647,7 +655,7 @@ export class ServerFactory {
 interface CnPlan {
   profile: HardwareProfile;
   streams: CnStreams;
-  firstPair: { admin: string; extra: string };
+  firstPair?: { admin: string; extra: string };
 }
 
 /** The profile's placement with the request's fields over it. */
