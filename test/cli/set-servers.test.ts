@@ -81,5 +81,9 @@ describe('mockcloud set-servers', () => {
       return r.code === 0 ? (JSON.parse(r.stdout) as Obj[]) : undefined;
     }, 10_000, 'list-servers');
     expect(listed.map((s) => s.profile).sort()).toEqual(['small', 'small', 'virtual', 'virtual']);
+    const status = await runCli(['status', ...dd]);
+    expect(status.code, status.stderr).toBe(0);
+    // The headnode server is a virtual one too.
+    expect(status.stdout).toMatch(/^profiles: +small 2, virtual 2$/m);
   }, 120_000);
 });
