@@ -64,7 +64,7 @@ export function withCreationOptions<T>(y: Argv<T>, what: string): Argv<T & Creat
 function builder(y: Argv): Argv<CreateArgs> {
   const out = y.positional('count', { type: 'number', describe: `how many mock CNs to create (1-${MAX_CREATE_COUNT})`, demandOption: true });
   return withJson(withDataDir(withCreationOptions(out, 'the new CNs')), 'the created servers')
-    .example('$0 create-servers 100 --mix small:70,large:25,storage:5 --seed 42', '70 small, 25 large and 5 storage CNs, the same ones in every fresh data dir')
+    .example('$0 create-servers 100 --mix small:70,large:25,storage:5 --seed 42', '70 small, 25 large and 5 storage CNs; the same CNs again in a fresh data dir run the same way')
     .example('$0 create-servers 2 --reserved', 'two CNs DAPI places nothing on') as unknown as Argv<CreateArgs>;
 }
 
