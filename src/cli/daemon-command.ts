@@ -15,6 +15,7 @@ import { createLogger } from '../common/log.js';
 import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { parseMix, type Mix } from '../daemon/fleet-mix.js';
 import { CliError, UsageError } from './daemon-client.js';
 import { recordLastDaemon } from './last-daemon.js';
 
@@ -24,6 +25,7 @@ interface DaemonArgs extends RawSettings {
   config?: string;
   headnode?: boolean;
   servers?: number;
+  mix?: string;
 }
 
 function builder(y: Argv): Argv<DaemonArgs> {
@@ -46,6 +48,10 @@ function builder(y: Argv): Argv<DaemonArgs> {
     .option('servers', {
       type: 'number',
       describe: `make sure at least N mock CNs exist at start (creates the missing ones, 0-${MAX_CREATE_COUNT}; never deletes)`,
+    })
+    .option('mix', {
+      type: 'string',
+      describe: 'with --servers: the missing CNs as a weighted mix of hardware profiles, e.g. small:70,large:25,storage:5 (exact counts; order drawn from --seed)',
     }) as Argv<DaemonArgs>;
   return out.epilog(
     'Each setting comes from, in this order: its flag, its environment variable, the config file ' +
@@ -73,6 +79,15 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   const servers = argv.servers;
   if (servers !== undefined && (!Number.isInteger(servers) || servers < 0 || servers > MAX_CREATE_COUNT)) {
     throw new UsageError(`--servers must be an integer from 0 to ${MAX_CREATE_COUNT}, not ${JSON.stringify(servers)}`);
+  }
+  let mix: Mix | undefined;
+  if (argv.mix !== undefined) {
+    if (servers === undefined) throw new UsageError('--mix goes with --servers N (the mix of the CNs it creates)');
+    try {
+      mix = parseMix(argv.mix);
+    } catch (err) {
+      throw new UsageError(`--mix: ${(err as Error).message}`);
+    }
   }
   const config = await resolveConfig({
     flags,
@@ -136,7 +151,17 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   if (servers !== undefined && !stopping) {
     if (servers > daemon.fleet.computeNodeCount) {
       process.stdout.write(`creating ${servers - daemon.fleet.computeNodeCount} mock CN(s) to reach ${servers}...\n`);
-      const result = await daemon.growTo(servers);
+      let result;
+      try {
+        result = await daemon.growTo(servers, undefined, mix);
+      } catch (err) {
+        // A mix naming a profile the daemon does not have: nothing was created; say so and stop.
+        process.stderr.write(`mockcloud daemon: --servers: ${(err as Error).message}\n`);
+        reclaimer.stop();
+        await daemon.stop();
+        process.exitCode = 1;
+        return;
+      }
       if (result.errors.length > 0) {
         // The daemon keeps running (what exists works); the failure is plain on stdout and in the log.
         process.stdout.write(`mockcloud daemon: ${result.errors.length} server creation(s) failed: ${result.errors[0]!.message}\n`);

@@ -11,19 +11,22 @@ import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client
 import { computeNodes, createServers, deleteServers, deletingServers, listServers, newest, reportErrors } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import type { CreatedServer } from '../daemon/server-factory.js';
+import { creationOptionsOf, withCreationOptions } from './create-servers-command.js';
+import type { PlacementArgs } from './placement-options.js';
 
-interface EnsureArgs extends DataDirArgs, JsonArgs {
+interface EnsureArgs extends DataDirArgs, JsonArgs, PlacementArgs {
   count: number;
   profile?: string;
+  mix?: string;
+  seed?: string;
   'hostname-prefix'?: string;
 }
 
 function builder(y: Argv): Argv<EnsureArgs> {
-  const out = y
-    .positional('count', { type: 'number', describe: `how many mock CNs there must be (0-${MAX_CREATE_COUNT})`, demandOption: true })
-    .option('profile', { type: 'string', describe: 'hardware profile of the CNs created, if any' })
-    .option('hostname-prefix', { type: 'string', describe: 'hostname prefix of the CNs created, if any (default VC)' })
-    .epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
+  const out = withCreationOptions(
+    y.positional('count', { type: 'number', describe: `how many mock CNs there must be (0-${MAX_CREATE_COUNT})`, demandOption: true }),
+    'the CNs created, if any',
+  ).epilog('Creates the missing CNs, or deletes the newest ones (with their VMs in VMAPI, NICs in NAPI and CNAPI records). ' +
       'Running it again changes nothing. Exit 0 only when the daemon hosts exactly N CNs.');
   return withJson(withDataDir(out), '{daemon, want, before, after, created, deleted, errors, deleting}') as Argv<EnsureArgs>;
 }
@@ -32,6 +35,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   const bad = checkCount('N', argv.count, 0, MAX_CREATE_COUNT);
   if (bad) throw new UsageError(bad);
   const want = argv.count;
+  const createOptions = creationOptionsOf(argv);
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
   const envCnapi = process.env.MOCKCLOUD_CNAPI_URL?.replace(/\/+$/, '');
@@ -59,15 +63,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   }
   if (before.length < want) {
     process.stderr.write(`${before.length} mock CNs, want ${want}: creating ${want - before.length}\n`);
-    const result = await createServers(
-      daemon,
-      want - before.length,
-      {
-        ...(argv.profile !== undefined ? { profile: argv.profile } : {}),
-        ...(argv['hostname-prefix'] !== undefined ? { hostnamePrefix: argv['hostname-prefix'] } : {}),
-      },
-      progress,
-    );
+    const result = await createServers(daemon, want - before.length, createOptions, progress);
     outcome.created = result.created;
     outcome.errors.push(...result.errors.map((e) => ({ message: e.message })));
     reportErrors('create', result.errors);

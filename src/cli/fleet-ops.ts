@@ -4,6 +4,8 @@
  */
 import type { CreatedServer, CreateResult, RemoveResult } from '../daemon/server-factory.js';
 import { mapLimit } from '../daemon/concurrency.js';
+import { batchMixes, formatMix, type Mix } from '../daemon/fleet-mix.js';
+import type { Placement } from '../mockcn/profiles.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { CliError, type DaemonClient } from './daemon-client.js';
 import type { Progress } from './options.js';
@@ -19,6 +21,8 @@ export interface ServerSummary {
   createdAt: number | null;
   /** The dev DC's headnode server (absent from older daemons: false). */
   headnode?: boolean;
+  /** The hardware profile it was made with (absent from older daemons). */
+  profile?: string;
 }
 
 /**
@@ -43,6 +47,10 @@ export async function listServers(daemon: DaemonClient): Promise<ServerSummary[]
 
 export interface CreateOptions {
   profile?: string;
+  /** A weighted mix: the run's exact counts are split over the batches (fleet-mix.ts). */
+  mix?: Mix;
+  seed?: string;
+  placement?: Placement;
   hostnamePrefix?: string;
 }
 
@@ -102,10 +110,16 @@ async function serversOnDisk(daemon: DaemonClient): Promise<number> {
 async function createInBatches(run: CreateRun): Promise<void> {
   const { daemon, count, opts, progress, all } = run;
   const batch = Math.min(500, Math.max(32, Math.ceil(count / 20)));
-  for (let done = 0; done < count; ) {
-    const n = Math.min(batch, count - done);
+  const sizes: number[] = [];
+  for (let left = count; left > 0; left -= batch) sizes.push(Math.min(batch, left));
+  const mixes = opts.mix ? batchMixes(count, opts.mix, sizes) : [];
+  for (let done = 0, b = 0; done < count; b++) {
+    const n = sizes[b]!;
     const body: Record<string, unknown> = { count: n };
     if (opts.profile !== undefined) body.profile = opts.profile;
+    if (mixes[b]) body.mix = formatMix(mixes[b]);
+    if (opts.seed !== undefined) body.seed = opts.seed;
+    if (opts.placement !== undefined) body.placement = opts.placement;
     if (opts.hostnamePrefix !== undefined) body.hostnamePrefix = opts.hostnamePrefix;
     let res;
     run.inFlight = n;
@@ -163,7 +177,7 @@ export function newest(list: ServerSummary[], n: number): ServerSummary[] {
 export function printCreated(created: CreatedServer[]): void {
   for (const s of created) {
     const addr = s.agentAddress ? `${s.agentAddress.ip}:${s.agentAddress.port}` : '-';
-    process.stdout.write(`${s.uuid}  ${s.hostname}  admin ${s.adminIp || '-'}  cn-agent ${addr}\n`);
+    process.stdout.write(`${s.uuid}  ${s.hostname}  ${s.profile}  admin ${s.adminIp || '-'}  cn-agent ${addr}\n`);
   }
 }
 

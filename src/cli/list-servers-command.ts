@@ -12,6 +12,7 @@ import { serverPaths } from '../mockcn/layout.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { adminNicOf, DAEMON_SYSINFO_KEY, readSysinfoFile } from '../mockcn/sysinfo-file.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
+import { readProfileName } from '../mockcn/profile-record.js';
 import { cnapiServers, cnapiStatuses, cnapiUrlFor } from './cnapi-view.js';
 import { clientDataDir, CliError, DaemonClient } from './daemon-client.js';
 import { describeSystemError } from '../common/system-errors.js';
@@ -37,6 +38,8 @@ export interface ListedServer {
   headnode: boolean;
   /** "headnode" or "cn": the ROLE column. */
   role: 'headnode' | 'cn';
+  /** The hardware profile it was made with; null when unknown (another daemon's CN). */
+  profile: string | null;
   /** When it was created (sysinfo "Zpool Creation"), ISO 8601; null when unknown. */
   created: string | null;
   /** The daemon hosting it: sysinfo `Mockcloud Daemon` ("<daemon id>@<host>"); null when unknown. */
@@ -53,12 +56,13 @@ export const LIST_TABLE: TableSpec = {
     { field: 'vms', header: 'VMS', align: 'right' },
     { field: 'status', header: 'STATUS' },
     { field: 'role', header: 'ROLE' },
+    { field: 'profile', header: 'PROFILE' },
     { field: 'created', header: 'CREATED' },
     { field: 'headnode', header: 'HEADNODE' },
     { field: 'daemon', header: 'DAEMON' },
   ],
-  defaults: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role'],
-  long: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'created', 'daemon'],
+  defaults: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'profile'],
+  long: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'profile', 'created', 'daemon'],
   // The dev DC's headnode server first, then by hostname (uuid breaks ties).
   sort: ['-headnode', 'hostname', 'uuid'],
 };
@@ -80,7 +84,7 @@ function builder(y: Argv): Argv<ListArgs> {
       type: 'boolean',
       describe: "every mock CN CNAPI knows, whichever daemon hosts it (from each CN's sysinfo 'Mockcloud Daemon'), not only this daemon's",
     });
-  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, created}')
+  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, profile, created, daemon}')
     .example('$0 list-servers -H -o uuid', 'one uuid per line')
     .example('$0 list-servers -s -vms -o hostname,vms', 'the CNs with the most VMs first') as Argv<ListArgs>;
 }
@@ -102,6 +106,7 @@ async function offlineServers(dataDir: string): Promise<ServerSummary[]> {
       vms: vmFiles.filter((f) => /^[0-9a-f-]{36}\.json$/.test(f)).length,
       createdAt: typeof sysinfo?.['Zpool Creation'] === 'number' ? sysinfo['Zpool Creation'] : null,
       headnode: sysinfo ? isHeadnodeSysinfo(sysinfo) : false,
+      ...(sysinfo ? { profile: await readProfileName(paths.dir, sysinfo) } : {}),
     });
   }
   return out;
@@ -133,6 +138,7 @@ async function handler(argv: ListArgs): Promise<void> {
       status: statuses?.get(s.uuid) ?? null,
       headnode: s.headnode === true,
       role: s.headnode === true ? 'headnode' : 'cn',
+      profile: s.profile ?? null,
       created: typeof s.createdAt === 'number' ? new Date(s.createdAt * 1000).toISOString() : null,
       daemon: live?.hostedBy ?? null,
     })),
@@ -170,6 +176,7 @@ async function allDaemonsRows(cnapi: string | undefined): Promise<ListedServer[]
         status: s.status ?? null,
         headnode: s.headnode === true,
         role: s.headnode === true ? 'headnode' : 'cn',
+        profile: null,
         created: typeof zpoolCreation === 'number' ? new Date(zpoolCreation * 1000).toISOString() : null,
         daemon: typeof si[DAEMON_SYSINFO_KEY] === 'string' ? (si[DAEMON_SYSINFO_KEY] as string) : null,
       } satisfies ListedServer;
@@ -178,7 +185,7 @@ async function allDaemonsRows(cnapi: string | undefined): Promise<ListedServer[]
 
 export const listServersCommand: CommandModule<object, ListArgs> = {
   command: 'list-servers',
-  describe: 'List the mock CNs (the dev headnode server first): uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status, role (works without a daemon); -H, -o, -s, -l, -j',
+  describe: 'List the mock CNs (the dev headnode server first): uuid, hostname, admin IP, cn-agent address, VM count, CNAPI status, role, profile (works without a daemon); -H, -o, -s, -l, -j',
   builder,
   handler,
 };

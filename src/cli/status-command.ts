@@ -18,6 +18,9 @@ interface DaemonStatus {
   urls: Record<string, string | undefined>;
   servers: number;
   registered: number;
+  /** CNs by hardware profile (absent from older daemons). */
+  profiles?: Record<string, number>;
+  seed?: string | null;
   heartbeatsPerSecond: number;
   statusReportsPerSecond: number;
   tasksInFlight: number;
@@ -46,6 +49,8 @@ async function handler(argv: StatusArgs): Promise<void> {
     `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}`,
     `data dir:          ${s.dataDir}`,
     `mock CNs:          ${s.servers} (${s.registered} registered)`,
+    ...(s.profiles ? [`profiles:          ${Object.entries(s.profiles).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`] : []),
+    ...(s.seed ? [`seed:              ${s.seed}`] : []),
     `heartbeats/s:      ${s.heartbeatsPerSecond}`,
     `status reports/s:  ${s.statusReportsPerSecond}`,
     `tasks in flight:   ${s.tasksInFlight}`,

@@ -98,6 +98,14 @@ export interface DaemonConfig {
   maxQueuedTasks?: number;
   /** Open connections across all CN sockets; absent: the default. */
   maxConnections?: number;
+  /**
+   * The seed of every random draw a creation makes (CN uuids, hostnames, serials, MACs, disk
+   * names, profiles from a mix) and, for the events engine, event targets and fault decisions;
+   * absent = unpredictable.
+   */
+  seed?: string;
+  /** Where profile files (*.json, *.yaml, *.yml) add hardware profiles; absent = <data-dir>/profiles. */
+  profilesDir?: string;
   /** Where each setting came from, for `GET /config` and the start-up log. */
   sources: Record<string, ConfigSource>;
 }
@@ -186,6 +194,20 @@ export const SETTINGS = [
     flag: 'boot-seconds',
     env: 'MOCKCLOUD_BOOT_SECONDS',
     help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
+  },
+  {
+    key: 'seed',
+    flag: 'seed',
+    env: 'MOCKCLOUD_SEED',
+    help:
+      'make random draws replayable: CN uuids, hostnames, serials, MACs, disk names and profiles drawn from a mix ' +
+      '(and event targets and fault decisions) come from streams of this seed (any string; default: unpredictable)',
+  },
+  {
+    key: 'profilesDir',
+    flag: 'profiles-dir',
+    env: 'MOCKCLOUD_PROFILES_DIR',
+    help: 'a dir of hardware profile files (*.json, *.yaml, *.yml) added to the built-in profiles (default <data-dir>/profiles; see docs/fleet.md)',
   },
 ] as const;
 
@@ -334,6 +356,13 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  const seed = await lookup('seed');
+  if (seed !== undefined) {
+    if (seed.length > 256) throw invalid('seed', 'a seed is at most 256 characters');
+    config.seed = seed;
+  }
+  const profilesDir = await lookup('profilesDir');
+  if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');

@@ -7,10 +7,11 @@
  *   GET    /config                    the resolved configuration and where each value came from
  *   GET    /profiles                  the hardware profiles create-servers accepts
  *   GET    /servers                   every mock CN (uuid, hostname, admin IP, agent address, VMs)
- *   POST   /servers                   {count, profile?, hostnamePrefix?} → {created, errors}
+ *   POST   /servers                   {count, profile? | mix?, seed?, placement?, hostnamePrefix?} → {created, errors}
  *   GET    /servers/:uuid             one CN, with sysinfo and agents
  *   DELETE /servers/:uuid             stop and delete a CN (CNAPI/NAPI cleanup best effort)
  *   POST   /servers/:uuid/rescan      re-read the CN's VM files and sysinfo.json (hand edits)
+ *   POST   /servers/:uuid/placement   {traits?, reserved?, reservoir?, overprovisionRatios?}: set in CNAPI
  *   POST   /rescan                    the same for every CN
  *   GET    /faults                    cn-agent task fault rules (src/agents/cn-agent/faults.ts)
  *   POST   /faults                    add one: {server?, task?, delayMs?, error?, probability?}
@@ -52,6 +53,7 @@ export interface ControlHandlers {
   createServers(body: unknown): Promise<ControlResponse>;
   deleteServer(uuid: string): Promise<unknown>;
   rescanServer(uuid: string): Promise<unknown>;
+  setPlacement(uuid: string, body: unknown): Promise<unknown>;
   rescanAll(): Promise<unknown>;
   listFaults(): unknown;
   setFault(body: unknown): unknown;
@@ -165,6 +167,7 @@ export class ControlApi {
     });
     on('/servers/:uuid/:action', (req) => {
       const uuid = serverUuid(req);
+      if (req.params.action === 'placement') return { POST: answer((r) => h.setPlacement(uuid, body(r))) };
       if (req.params.action !== 'rescan') throw notFound(req);
       return { POST: answer(() => h.rescanServer(uuid)) };
     });

@@ -7,6 +7,7 @@
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { validateFaultSpec } from '../agents/cn-agent/faults.js';
@@ -16,7 +17,9 @@ import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, type Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
-import { PROFILES } from '../mockcn/profiles.js';
+import { placementBody, ProfileCatalogue } from '../mockcn/profiles.js';
+import { loadProfileFiles } from '../mockcn/profile-files.js';
+import { batchMixes, type Mix } from './fleet-mix.js';
 import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
@@ -35,7 +38,7 @@ import { preflight } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
-import { ServerFactory, type CreateResult } from './server-factory.js';
+import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
 
@@ -101,6 +104,8 @@ export class Daemon {
   private resuming: Promise<void> | undefined;
   /** This data dir's daemon id (daemon-id.ts); known once started. */
   daemonId: string | undefined;
+  /** The hardware profiles: the built-ins and the profile files' (read at start). */
+  profiles = new ProfileCatalogue();
 
   /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
   get hostedBy(): string {
@@ -151,6 +156,10 @@ export class Daemon {
       await this.preflight();
       await probeBindIp(config.bindIp);
       await prepareDataDir(config.dataDir);
+      // Before anything starts: a bad profile file is the operator's to fix, named by file and line.
+      this.profiles = new ProfileCatalogue(
+        await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
+      );
       this.daemonId = await loadDaemonId(config.dataDir);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
@@ -245,6 +254,7 @@ export class Daemon {
         ...(agentIps ? { onRemoved: (uuid: string) => agentIps.release(uuid) } : {}),
         ...(sapiInstances ? { releaseAgentInstances: (cn) => sapiInstances.release(cn) } : {}),
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
+        profiles: this.profiles,
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
         stopped: () => this.state === 'stopping' || this.state === 'stopped',
       });
@@ -369,16 +379,21 @@ export class Daemon {
    * headnode server does not count): the same code as create-servers, in batches so the log
    * shows progress. Never deletes.
    */
-  async growTo(count: number, onProgress?: (done: number, wanted: number) => void): Promise<CreateResult> {
+  async growTo(count: number, onProgress?: (done: number, wanted: number) => void, mix?: Mix): Promise<CreateResult> {
     if (this.state !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
     const all: CreateResult = { created: [], errors: [] };
     const missing = count - this.fleet.computeNodeCount;
     if (missing <= 0) return all;
+    if (mix) for (const [name] of mix) this.profiles.get(name);
     this.log.info({ servers: this.fleet.computeNodeCount, wanted: count }, `creating ${missing} server(s)`);
     const batch = 32;
-    for (let done = 0; done < missing && this.state === 'running'; ) {
-      const n = Math.min(batch, missing - done);
-      const res = await this.factory!.create({ count: n });
+    const sizes: number[] = [];
+    for (let left = missing; left > 0; left -= batch) sizes.push(Math.min(batch, left));
+    // The run's exact counts, batch by batch (fleet-mix.ts).
+    const mixes = mix ? batchMixes(missing, mix, sizes) : [];
+    for (let done = 0, b = 0; done < missing && this.state === 'running'; b++) {
+      const n = sizes[b]!;
+      const res = await this.factory!.create({ count: n, ...(mixes[b] ? { mix: mixes[b] } : {}) });
       all.created.push(...res.created);
       all.errors.push(...res.errors);
       done += n;
@@ -455,7 +470,7 @@ export class Daemon {
       ping: () => ({ pid: process.pid, state: this.state, version: PACKAGE_VERSION }),
       status: () => this.status(),
       config: () => ({ ...this.config }),
-      profiles: () => [...PROFILES.values()],
+      profiles: () => this.profiles.list(),
       listServers: () => this.fleet.list().map((cn) => summary(cn)),
       getServer: (uuid) => {
         const cn = this.fleet.get(uuid);
@@ -465,6 +480,15 @@ export class Daemon {
       createServers: (body) => this.createServers(body),
       deleteServer: (uuid) => this.factory!.remove(uuid),
       rescanServer: (uuid) => this.rescan(uuid),
+      setPlacement: async (uuid, body) => {
+        const cn = this.fleet.get(uuid);
+        if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+        const placement = validatePlacement(body, 'placement');
+        const update = placementBody(placement);
+        if (Object.keys(update).length === 0) throw new MockcloudError('InvalidArgument', 'placement: nothing to set (traits, reserved, reservoir, overprovisionRatios)');
+        await this.factory!.updateInCnapi(cn.uuid, update);
+        return { uuid: cn.uuid, cnapi: update };
+      },
       rescanAll: async () => {
         const results: unknown[] = [];
         const errors: { uuid: string; message: string }[] = [];
@@ -517,7 +541,7 @@ export class Daemon {
 
   private async createServers(body: unknown): Promise<ControlResponse> {
     if (this.state !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
-    const req = ServerFactory.validate(body);
+    const req = ServerFactory.validate(body, this.profiles);
     const result = await this.factory!.create(req);
     if (result.created.length === 0 && result.errors.length > 0) {
       const first = result.errors[0]!;
@@ -582,6 +606,10 @@ export class Daemon {
       /** The dev DC's headnode server among them, when this daemon hosts it. */
       headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
+      /** CNs by the hardware profile they were made with (the headnode server among them). */
+      profiles: fleet ? countBy(fleet.list().map((cn) => cn.profile)) : {},
+      /** The seed of creation draws (--seed), when one is set. */
+      seed: this.config.seed ?? null,
       /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
       down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
@@ -649,6 +677,12 @@ async function probeBindIp(ip: string): Promise<void> {
   }
 }
 
+function countBy(names: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const n of [...names].sort()) out[n] = (out[n] ?? 0) + 1;
+  return out;
+}
+
 function summary(cn: MockCnImpl): Record<string, unknown> {
   return {
     uuid: cn.uuid,
@@ -660,6 +694,8 @@ function summary(cn: MockCnImpl): Record<string, unknown> {
     /** The dev DC's headnode server: listed, but never counted or deleted by the fleet commands. */
     headnode: isHeadnodeSysinfo(cn.sysinfo),
     vms: cn.vms.size,
+    /** The hardware profile it was made with. */
+    profile: cn.profile,
     /** sysinfo "Zpool Creation" (epoch seconds at creation): what "newest" means for ensure/delete --count. */
     createdAt: typeof cn.sysinfo['Zpool Creation'] === 'number' ? cn.sysinfo['Zpool Creation'] : null,
   };

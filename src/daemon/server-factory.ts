@@ -26,7 +26,10 @@ import { creatingDir, deletingDir, pathsUnder, SYSINFO_FILE } from '../mockcn/la
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
-import { getProfile } from '../mockcn/profiles.js';
+import { hasPlacement, OVERPROVISION_KEYS, placementBody, ProfileCatalogue, type HardwareProfile, type Placement } from '../mockcn/profiles.js';
+import { randomStream } from '../common/seeded-random.js';
+import { apportion, parseMix, type Mix } from './fleet-mix.js';
+import { CreationDraws, cnStreams, type CnStreams } from './creation-draws.js';
 import {
   abortServerCreation,
   beginServerCreation,
@@ -51,6 +54,12 @@ export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
 export interface CreateRequest {
   count: number;
   profile?: string;
+  /** A weighted mix of profiles (not with `profile`): exact counts by largest remainder. */
+  mix?: Mix;
+  /** The draws' seed for this request; the daemon's `seed` by default. */
+  seed?: string;
+  /** Placement set in CNAPI on each new CN, over its profile's. */
+  placement?: Placement;
   hostnamePrefix?: string;
   /** The dev DC's headnode server (never from the control API: see createHeadnode). */
   headnode?: boolean;
@@ -89,8 +98,12 @@ export interface ServerFactoryOptions {
   externalNics?: boolean;
   /** Delete the CN's agent instances from SAPI (RFD 82); resolves with warnings. */
   releaseAgentInstances?: (cn: Pick<MockCn, 'uuid' | 'agents'>) => Promise<string[]>;
-  /** The MAC draw; `randomMockMac` by default (tests force clashes with it). */
+  /** The MAC draw; from the CN's seeded stream by default (tests force clashes with it). */
   randomMac?: () => string;
+  /** The profiles requests may name; the built-ins by default. */
+  profiles?: ProfileCatalogue;
+  /** How long a new CN with a placement may take to register with CNAPI (ms). */
+  registerTimeoutMs?: number;
   /** The daemon is stopping: clean-up retries stop waiting. */
   stopped?: () => boolean;
 }
@@ -107,21 +120,26 @@ export class ServerFactory {
   private readonly deleting = new Set<string>();
   /** Clean-ups running, by uuid. */
   private readonly removing = new Map<string, Promise<RemoveResult>>();
+  private readonly draws: CreationDraws;
+  readonly profiles: ProfileCatalogue;
 
   constructor(opts: ServerFactoryOptions) {
     this.o = opts;
+    this.draws = new CreationDraws(opts.config.dataDir);
+    this.profiles = opts.profiles ?? new ProfileCatalogue();
     this.napi = opts.config.urls.napi;
     this.cnapi = opts.config.urls.cnapi;
     this.vmapi = opts.config.urls.vmapi;
   }
 
   /** Validate a create request from the control API (external input). */
-  static validate(body: unknown): CreateRequest {
+  static validate(body: unknown, profiles: ProfileCatalogue = new ProfileCatalogue()): CreateRequest {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new MockcloudError('InvalidContent', 'body must be a JSON object like {"count": 10}');
     }
     const b = body as Record<string, unknown>;
-    const unknown = Object.keys(b).filter((k) => !['count', 'profile', 'hostnamePrefix'].includes(k));
+    const known = ['count', 'profile', 'mix', 'seed', 'placement', 'hostnamePrefix'];
+    const unknown = Object.keys(b).filter((k) => !known.includes(k));
     if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `unknown key(s): ${unknown.join(', ')}`);
     if (typeof b.count !== 'number' || !Number.isInteger(b.count) || b.count < 1 || b.count > MAX_CREATE_COUNT) {
       throw new MockcloudError('InvalidArgument', `"count" must be an integer from 1 to ${MAX_CREATE_COUNT}`);
@@ -129,9 +147,22 @@ export class ServerFactory {
     const req: CreateRequest = { count: b.count };
     if (b.profile !== undefined) {
       if (typeof b.profile !== 'string') throw new MockcloudError('InvalidArgument', '"profile" must be a string');
-      getProfile(b.profile);
+      profiles.get(b.profile);
       req.profile = b.profile;
     }
+    if (b.mix !== undefined) {
+      if (req.profile !== undefined) throw new MockcloudError('InvalidArgument', 'give "profile" or "mix", not both');
+      const mix = parseMix(b.mix);
+      for (const [name] of mix) profiles.get(name);
+      req.mix = mix;
+    }
+    if (b.seed !== undefined) {
+      if (typeof b.seed !== 'string' || b.seed === '' || b.seed.length > 256) {
+        throw new MockcloudError('InvalidArgument', '"seed" must be a non-empty string of at most 256 characters');
+      }
+      req.seed = b.seed;
+    }
+    if (b.placement !== undefined) req.placement = validatePlacement(b.placement, '"placement"');
     if (b.hostnamePrefix !== undefined) {
       if (typeof b.hostnamePrefix !== 'string' || !HOSTNAME_PREFIX_RE.test(b.hostnamePrefix)) {
         throw new MockcloudError('InvalidArgument', '"hostnamePrefix" must be 1-16 letters, digits or dashes, starting with a letter');
@@ -141,12 +172,33 @@ export class ServerFactory {
     return req;
   }
 
+  /**
+   * Create `req.count` CNs. Everything random is drawn before the parallel part, in order:
+   * each CN's ordinal (creation-draws.ts), its profile (a mix's exact counts, shuffled by the
+   * request's `mix` stream) and its first MAC pair (kept unique among this daemon's CNs in
+   * that order), so a seed gives the same CNs whatever the timing.
+   */
   async create(req: CreateRequest): Promise<CreateResult> {
     const result: CreateResult = { created: [], errors: [] };
-    const indexes = Array.from({ length: req.count }, (_, i) => i);
-    await mapLimit(indexes, this.o.concurrency ?? 16, async () => {
+    const seed = req.seed ?? this.o.config.seed;
+    const first = await this.draws.reserve(req.count);
+    const profiles = this.profilesFor(req, seed, first);
+    const plans: CnPlan[] = profiles.map((profile, i) => {
+      const streams = cnStreams(seed, first + i);
+      // No free pair in its draws: that CN's creation fails (drawing again), not the request.
+      const firstPair = (() => {
+        try {
+          return this.drawLocalPair(streams);
+        } catch {
+          return undefined;
+        }
+      })();
+      return { profile, streams, ...(firstPair ? { firstPair } : {}) };
+    });
+    // Created in order of the plans; results in order of completion.
+    await mapLimit(plans, this.o.concurrency ?? 16, async (plan) => {
       try {
-        result.created.push(await this.createOne(req));
+        result.created.push(await this.createOne(req, plan));
       } catch (err) {
         const e = toMockcloudError(err);
         this.o.countError('create-server');
@@ -157,13 +209,38 @@ export class ServerFactory {
     return result;
   }
 
-  private async createOne(req: CreateRequest): Promise<CreatedServer> {
+  /** Each CN's profile, in creation order. */
+  private profilesFor(req: CreateRequest, seed: string | undefined, first: number): HardwareProfile[] {
+    if (!req.mix) return Array.from({ length: req.count }, () => this.profiles.get(req.profile));
+    const counts = apportion(req.count, req.mix);
+    const names: string[] = [];
+    for (const [name] of req.mix) for (let i = 0; i < counts.get(name)!; i++) names.push(name);
+    return randomStream(seed, `mix:${first}`)
+      .shuffle(names)
+      .map((name) => this.profiles.get(name));
+  }
+
+  /** A MAC pair no CN of this daemon has or is being given, drawn from the CN's stream. */
+  private drawLocalPair(streams: CnStreams): { admin: string; extra: string } {
+    const taken = this.macsTaken();
+    for (let i = 0; i < MAC_ATTEMPTS; i++) {
+      const pair = macPairFrom(this.o.randomMac ? this.o.randomMac() : randomMockMac(streams.mac));
+      if (taken.has(pair.admin) || taken.has(pair.extra)) continue;
+      taken.add(pair.admin);
+      taken.add(pair.extra);
+      return pair;
+    }
+    throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
+  }
+
+  private async createOne(req: CreateRequest, plan: CnPlan): Promise<CreatedServer> {
     const { config, fleet, log } = this.o;
-    const profile = getProfile(req.profile);
+    const { profile, streams } = plan;
+    const placement = mergePlacement(profile.placement, req.placement);
     let uuid = '';
     for (let attempt = 1; ; attempt++) {
-      const { admin: adminMac, extra: extraMac } = await this.freeMacPair();
-      uuid = serverUuidFor(adminMac);
+      const { admin: adminMac, extra: extraMac } = await this.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
+      uuid = serverUuidFor(adminMac, streams.uuid);
       await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
       let adminIp: string;
       try {
@@ -191,8 +268,12 @@ export class ServerFactory {
           ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
           ...(req.headnode ? { headnode: true } : {}),
           ...(this.o.externalNics ? { externalNic: true } : {}),
+          random: streams.disks,
         });
-        await finishServerCreation(config.dataDir, sysinfo);
+        await finishServerCreation(config.dataDir, sysinfo, {
+          profile: profile.name,
+          ...(hasPlacement(placement) ? { placement } : {}),
+        });
       } catch (err) {
         await this.undoCreation(uuid, adminMac);
         throw err;
@@ -205,6 +286,7 @@ export class ServerFactory {
       const e = toMockcloudError(err);
       throw new MockcloudError('InternalError', `server ${uuid} was created but could not start: ${e.message}`, { cause: err });
     });
+    if (hasPlacement(placement) && this.cnapi) await this.applyPlacement(cn, placement);
     log.info({ server: uuid, serverHostname: cn.hostname, profile: profile.name }, 'created server');
     const created: CreatedServer = {
       uuid,
@@ -222,7 +304,54 @@ export class ServerFactory {
    * has its headnode in CNAPI; tools and tests start from `GET /servers?headnode=true`).
    */
   async createHeadnode(): Promise<CreatedServer> {
-    return this.createOne({ count: 1, headnode: true });
+    const req: CreateRequest = { count: 1, headnode: true };
+    const seed = this.o.config.seed;
+    const streams = cnStreams(seed, await this.draws.reserve(1));
+    return this.createOne(req, { profile: this.profiles.get(undefined), streams, firstPair: this.drawLocalPair(streams) });
+  }
+
+  /**
+   * A new CN's placement, set in CNAPI as an operator's `sdc-server update` would (POST
+   * /servers/:uuid): once CNAPI has the CN, which it has when the CN's sysinfo registration
+   * is accepted.
+   */
+  private async applyPlacement(cn: MockCn, placement: Placement): Promise<void> {
+    const deadline = Date.now() + (this.o.registerTimeoutMs ?? 30_000);
+    while (!cn.registered) {
+      if (Date.now() > deadline || this.o.stopped?.()) {
+        throw new MockcloudError('InternalError', `server ${cn.uuid} was created but did not register with CNAPI in time to get its placement`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await this.updateInCnapi(cn.uuid, placementBody(placement)).catch((err: unknown) => {
+      throw new MockcloudError('BadGateway', `server ${cn.uuid} was created but its placement was not set: ${toMockcloudError(err).message}`, { cause: err });
+    });
+  }
+
+  /**
+   * Set a CN's placement fields in CNAPI (ServerUpdate, sdc-cnapi lib/endpoints/servers.js):
+   * traits, reserved, reservoir, overprovision_ratios. Retried as the clean-ups are.
+   */
+  async updateInCnapi(uuid: string, body: Record<string, unknown>): Promise<void> {
+    if (!this.cnapi) throw new MockcloudError('PreconditionFailed', 'this daemon reports to no CNAPI: there is no placement to set');
+    const refused = new Set<unknown>();
+    await retryWithBackoff(
+      async () => {
+        const res = await this.o.http.request({ method: 'POST', url: `${this.cnapi}/servers/${uuid}`, body });
+        if (res.statusCode < 300) return;
+        const err = httpError('CNAPI', `POST /servers/${uuid}`, res);
+        // CNAPI refused the content (or has no such server): no retry makes it take it.
+        if (res.statusCode < 500) refused.add(err);
+        throw err;
+      },
+      {
+        attempts: 5,
+        minDelayMs: 100,
+        maxDelayMs: 2000,
+        retryable: (err) => !refused.has(err),
+        ...(this.o.stopped ? { stopped: this.o.stopped } : {}),
+      },
+    );
   }
 
   /**
@@ -434,13 +563,9 @@ export class ServerFactory {
    * again), and the second one is taken wherever the admin MAC is, except by a CN made before
    * MACs came in pairs, which NAPI knows.
    */
-  private async freeMacPair(): Promise<{ admin: string; extra: string }> {
-    const taken = this.macsTaken();
+  private async freeMacPair(first: { admin: string; extra: string } | undefined, streams: CnStreams): Promise<{ admin: string; extra: string }> {
     for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const pair = macPairFrom((this.o.randomMac ?? randomMockMac)());
-      if (taken.has(pair.admin) || taken.has(pair.extra)) continue;
-      taken.add(pair.admin);
-      taken.add(pair.extra);
+      const pair = i === 0 && first ? first : this.drawLocalPair(streams);
       if (!this.napi) return pair;
       const nicPath = `/nics/${pair.extra.replace(/:/g, '')}`;
       const res = await this.napiCall('GET', nicPath);
@@ -524,6 +649,58 @@ export class ServerFactory {
       throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
     }
   }
+}
+
+/** What create() drew for one CN before the parallel part. */
+interface CnPlan {
+  profile: HardwareProfile;
+  streams: CnStreams;
+  firstPair?: { admin: string; extra: string };
+}
+
+/** The profile's placement with the request's fields over it. */
+function mergePlacement(base: Placement | undefined, over: Placement | undefined): Placement | undefined {
+  if (!base) return over;
+  if (!over) return base;
+  const out: Placement = { ...base };
+  for (const [k, v] of Object.entries(over)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+/**
+ * A placement from the control API or a profile file (external input): traits an object,
+ * reserved and reservoir booleans, overprovision ratios numbers ≥ 0 under cpu, ram, disk, io,
+ * net (what CNAPI's ServerUpdate accepts).
+ */
+export function validatePlacement(value: unknown, what: string): Placement {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new MockcloudError('InvalidArgument', `${what} must be an object`);
+  const v = value as Record<string, unknown>;
+  const unknown = Object.keys(v).filter((k) => !['traits', 'reserved', 'reservoir', 'overprovisionRatios'].includes(k));
+  if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `${what}: unknown key(s) ${unknown.join(', ')}; known: traits, reserved, reservoir, overprovisionRatios`);
+  const out: Placement = {};
+  if (v.traits !== undefined) {
+    if (typeof v.traits !== 'object' || v.traits === null || Array.isArray(v.traits)) throw new MockcloudError('InvalidArgument', `${what}.traits must be an object`);
+    out.traits = v.traits as Record<string, unknown>;
+  }
+  for (const k of ['reserved', 'reservoir'] as const) {
+    if (v[k] === undefined) continue;
+    if (typeof v[k] !== 'boolean') throw new MockcloudError('InvalidArgument', `${what}.${k} must be true or false`);
+    out[k] = v[k];
+  }
+  if (v.overprovisionRatios !== undefined) {
+    const r = v.overprovisionRatios;
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios must be an object`);
+    const ratios: Placement['overprovisionRatios'] = {};
+    for (const [k, n] of Object.entries(r)) {
+      if (!(OVERPROVISION_KEYS as readonly string[]).includes(k)) {
+        throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios: unknown key ${k}; known: ${OVERPROVISION_KEYS.join(', ')}`);
+      }
+      if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios.${k} must be a number ≥ 0`);
+      ratios[k as keyof typeof ratios] = n;
+    }
+    out.overprovisionRatios = ratios;
+  }
+  return out;
 }
 
 /** NAPI answered the admin NIC's POST with a refusal: no NIC was made. */

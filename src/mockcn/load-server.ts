@@ -9,6 +9,7 @@ import { readAgents } from './agents-dir.js';
 import { serverPaths } from './layout.js';
 import { MockCnImpl, type MockCnHooks } from './mock-cn.js';
 import { readSysinfoFile } from './sysinfo-file.js';
+import { readProfileName } from './profile-record.js';
 
 /** Opens the VM store of one server (the daemon passes `vmadm.openServer`). */
 export type VmStoreOpener = (serverUuid: string, identity: SysinfoIdentity) => Promise<VmStore>;
@@ -28,5 +29,6 @@ export async function loadServer(
     'Datacenter Name': sysinfo['Datacenter Name'],
     'Live Image': sysinfo['Live Image'],
   });
-  return new MockCnImpl({ uuid, paths, vms, sysinfo, agents, ...(hooks ? { hooks } : {}) });
+  const profile = await readProfileName(paths.dir, sysinfo);
+  return new MockCnImpl({ uuid, paths, vms, sysinfo, agents, profile, ...(hooks ? { hooks } : {}) });
 }

@@ -33,12 +33,15 @@ export interface MockCnInit {
   sysinfo: Sysinfo;
   agents?: readonly AgentRecord[];
   hooks?: MockCnHooks;
+  /** The hardware profile it was made with (profile-record.ts); absent = 'virtual'. */
+  profile?: string;
 }
 
 export class MockCnImpl implements MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
   readonly vms: VmStore;
+  readonly profile: string;
   sysinfo: Sysinfo;
   registered = false;
   draining = false;
@@ -53,6 +56,7 @@ export class MockCnImpl implements MockCn {
     this.paths = init.paths;
     this.vms = init.vms;
     this.sysinfo = init.sysinfo;
+    this.profile = init.profile ?? 'virtual';
     this.agents = init.agents ?? [];
     this.hooks = init.hooks ?? DETACHED_HOOKS;
     if (init.agents) applySdcAgents(this.sysinfo, this.agents);

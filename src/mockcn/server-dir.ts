@@ -26,6 +26,7 @@ import {
   SYSINFO_FILE,
 } from './layout.js';
 import { serializeNewSysinfo } from './sysinfo-template.js';
+import { needsProfileRecord, PROFILE_FILE, serializeProfileRecord, type ProfileRecord } from './profile-record.js';
 
 /** What `create.json` records while a server is being created. */
 export interface CreateMarker {
@@ -58,7 +59,7 @@ export async function beginServerCreation(dataDir: string, marker: CreateMarker)
 }
 
 /** Step 2: write sysinfo.json into the staging dir, durably, and publish the server under its uuid. */
-export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): Promise<void> {
+export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo, profile?: ProfileRecord): Promise<void> {
   const uuid = sysinfo.UUID;
   const staging = creatingDir(dataDir, uuid);
   const final = serverPaths(dataDir, uuid).dir;
@@ -70,6 +71,9 @@ export async function finishServerCreation(dataDir: string, sysinfo: Sysinfo): P
   // it, and sync the dir again, when the CN starts).
   await fsp.mkdir(path.join(staging, 'vms'));
   await createFileSynced(path.join(staging, SYSINFO_FILE), serializeNewSysinfo(sysinfo));
+  if (profile && needsProfileRecord(profile, sysinfo)) {
+    await createFileSynced(path.join(staging, PROFILE_FILE), serializeProfileRecord(profile));
+  }
   await fsyncDir(staging);
   try {
     await fsp.rename(staging, final);

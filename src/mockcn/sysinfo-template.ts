@@ -3,7 +3,8 @@
  * (smartos-live src/sysinfo), with the original mockcloud template's values (cn-agent-spec
  * §5.3) and the hardware of a profile. `"System Type": "Virtual"` is what marks a mock CN.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { randomStream, type RandomStream } from '../common/seeded-random.js';
 import type { Sysinfo, SysinfoDisk, SysinfoNetworkInterface } from '../common/sysinfo.js';
 import { BUILTIN_AGENTS } from './agents-dir.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
@@ -33,13 +34,15 @@ export interface SysinfoInputs {
   headnode?: boolean;
   /** dnet1 provides the `external` NIC tag (a dev DC's CNs are wired to its external network). */
   externalNic?: boolean;
+  /** Where the disk names are drawn from (a seeded stream replays them); fresh entropy by default. */
+  random?: RandomStream;
 }
 
 /** The OUI the original used for mock CN NICs. */
 export const MOCK_MAC_OUI = '00:10:fe';
 
-export function randomMockMac(): string {
-  const b = randomBytes(3);
+export function randomMockMac(random?: RandomStream): string {
+  const b = random ? random.bytes(3) : randomBytes(3);
   return `${MOCK_MAC_OUI}:${[...b].map((x) => x.toString(16).padStart(2, '0')).join(':')}`;
 }
 
@@ -61,19 +64,31 @@ export function macPairFrom(drawn: string): { admin: string; extra: string } {
  * hostname (`VC` + 8 hex) and serial number, made from that beginning, are then unique
  * wherever the admin MAC is, across every daemon of one NAPI.
  */
-export function serverUuidFor(adminMac: string): string {
+export function serverUuidFor(adminMac: string, random: RandomStream = randomStream(undefined, 'server-uuid')): string {
   const tail = adminMac.toLowerCase().split(':').slice(3).join('');
-  return `${tail}${randomUUID().slice(6)}`;
+  return `${tail}${random.uuid().slice(6)}`;
+}
+
+/**
+ * The MAC of NIC `dnet<index>` for index 2 and up (a profile with more than two NICs): the
+ * admin MAC's last three octets behind a locally administered prefix of its own per index, so
+ * it is as unique as the admin MAC.
+ */
+export function extraNicMac(adminMac: string, index: number): string {
+  const tail = adminMac.toLowerCase().split(':').slice(3).join(':');
+  const first = (0x02 | (index << 2)) & 0xff;
+  return `${first.toString(16).padStart(2, '0')}:10:fe:${tail}`;
 }
 
 /** `c<idx>t5000<6 upper-case hex>d0`, like the original's disk names. */
-export function randomDiskNames(count: number): string[] {
+export function randomDiskNames(count: number, random?: RandomStream): string[] {
+  const draw = (n: number): string => (random ? random.bytes(n) : randomBytes(n)).toString('hex').toUpperCase();
   const names: string[] = [];
   const seen = new Set<string>();
   // One draw for all of them (a CN has 16 disks); more only on a clash.
-  let pool = randomBytes(3 * count).toString('hex').toUpperCase();
+  let pool = draw(3 * count);
   while (names.length < count) {
-    if (pool.length < 6) pool = randomBytes(3).toString('hex').toUpperCase();
+    if (pool.length < 6) pool = draw(3);
     const name = `c${names.length}t5000${pool.slice(0, 6)}d0`;
     pool = pool.slice(6);
     if (seen.has(name)) continue;
@@ -92,13 +107,26 @@ const SDC_AGENTS_OF_NEW_CN = sdcAgentsOf([...BUILTIN_AGENTS].sort((a, b) => (a.n
 export function buildSysinfo(input: SysinfoInputs): Sysinfo {
   const p = input.profile;
   const nowSec = Math.floor((input.now ?? Date.now()) / 1000);
-  const diskNames = randomDiskNames(p.diskCount);
+  const diskNames = randomDiskNames(p.diskCount, input.random);
   const disks: Record<string, SysinfoDisk> = {};
   for (const name of diskNames) disks[name] = { 'Size in GB': p.diskSizeGB };
   const nics: Record<string, SysinfoNetworkInterface> = {
     dnet0: { ip4addr: input.adminIp, 'Link Status': 'up', 'NIC Names': ['admin'], 'MAC Address': input.adminMac },
-    dnet1: { ip4addr: '', 'Link Status': 'up', 'NIC Names': input.externalNic || input.headnode ? ['external'] : [], 'MAC Address': input.extraMac },
   };
+  const others = p.nics && p.nics.length > 0 ? p.nics : [{ tags: [] }];
+  others.forEach((nic, i) => {
+    const index = i + 1;
+    const tags = [...nic.tags];
+    if (index === 1 && (input.externalNic || input.headnode) && !tags.includes('external')) tags.unshift('external');
+    nics[`dnet${index}`] = {
+      ip4addr: '',
+      'Link Status': 'up',
+      'NIC Names': tags,
+      'MAC Address': index === 1 ? input.extraMac : extraNicMac(input.adminMac, index),
+    };
+  });
+  // A headnode-like CN of a profile: CNAPI reads `headnode` from this boot parameter.
+  const headnodeBoot = input.headnode || p.headnode === true;
   return {
     'Live Image': p.platform ?? input.platform,
     'System Type': 'Virtual',
@@ -115,8 +143,8 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     'HW Version': p.hwVersion,
     'HW Family': p.hwFamily,
     Setup: 'true',
-    'VM Capable': true,
-    'Bhyve Capable': true,
+    'VM Capable': p.vmCapable ?? true,
+    'Bhyve Capable': p.bhyveCapable ?? true,
     'Bhyve Max Vcpus': p.bhyveMaxVcpus,
     'HVM API': true,
     'CPU Type': p.cpuType,
@@ -140,7 +168,7 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     'Zpool Size in GiB': p.zpoolSizeGiB,
     'Zpool Recovery': {},
     Disks: disks,
-    'Boot Parameters': input.headnode
+    'Boot Parameters': headnodeBoot
       ? { console: 'ttyb', boot_args: '', bootargs: '', headnode: 'true' }
       : { console: 'ttyb', boot_args: '', bootargs: '' },
     Psrinfo: { smt_enabled: String(p.cpuCoreCount < p.cpuTotalCores) },
@@ -153,11 +181,14 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
 }
 
 /**
- * Whether a sysinfo is a headnode's: SmartOS passes the `headnode=true` boot parameter to
- * headnodes only, and CNAPI sets a server's `headnode` from it (ModelServer.updateFromSysinfo).
+ * Whether a sysinfo is the dev DC's headnode server's: SmartOS passes the `headnode=true` boot
+ * parameter to headnodes only (CNAPI sets a server's `headnode` from it,
+ * ModelServer.updateFromSysinfo), and the headnode's /.dcinfo gives it a "Headnode ID". A
+ * profile's headnode-like CN has the boot parameter (DAPI skips it) but no "Headnode ID": it is
+ * one more CN of the fleet, counted and deleted as any other.
  */
 export function isHeadnodeSysinfo(sysinfo: Pick<Sysinfo, 'Boot Parameters'>): boolean {
-  return sysinfo['Boot Parameters']?.headnode === 'true';
+  return sysinfo['Boot Parameters']?.headnode === 'true' && (sysinfo as Record<string, unknown>)['Headnode ID'] !== undefined;
 }
 
 /** sysinfo.json as create-server wrote it: 4-space indent and a trailing newline. */

@@ -53,6 +53,8 @@ export interface MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
   readonly vms: VmStore;
+  /** The hardware profile it was made with ('virtual' for CNs made before profiles were recorded). */
+  readonly profile: string;
   /**
    * sysinfo as CNAPI gets it: the file plus the run-time `CN Agent IP` / `CN Agent Port` and
    * `Mockcloud Daemon`.

@@ -113,7 +113,7 @@ describe('mockcloud CLI habits, without a daemon', () => {
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(N + 1);
-    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS\s+ROLE$/);
+    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS\s+ROLE\s+PROFILE$/);
     // Default sort: by hostname.
     expect(lines[1]).toContain('VC00000000');
     expect(lines[N]).toContain(lastHostname);
@@ -134,7 +134,7 @@ describe('mockcloud CLI habits, without a daemon', () => {
     ]);
 
     const long = await runCli(['list-servers', '-l', '--data-dir', dataDir]);
-    expect(long.stdout.split('\n')[0]).toMatch(/\bROLE\s+CREATED\s+DAEMON$/);
+    expect(long.stdout.split('\n')[0]).toMatch(/\bROLE\s+PROFILE\s+CREATED\s+DAEMON$/);
     expect(long.stdout.split('\n')[1]).toMatch(/2026-01-01T00:00:00\.000Z\s+\S+$/);
 
     const json = await runCli(['list-servers', '-j', '-s', '-hostname', '--data-dir', dataDir]);

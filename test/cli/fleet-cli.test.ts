@@ -219,11 +219,11 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     const table = await run(['list-servers', ...dd()]);
     expect(table.code).toBe(0);
     const lines = table.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS\s+ROLE$/);
+    expect(lines[0]).toMatch(/^UUID\s+HOSTNAME\s+ADMIN IP\s+CN-AGENT\s+VMS\s+STATUS\s+ROLE\s+PROFILE$/);
     // The dev DC's headnode server first, marked as such; then the compute nodes.
-    expect(lines[1]).toMatch(/\sheadnode\s.*\brunning\s+headnode$/);
+    expect(lines[1]).toMatch(/\sheadnode\s.*\brunning\s+headnode\s+virtual$/);
     expect(lines.slice(2).map((l) => l.split(/\s+/)[0]).sort()).toEqual(uuids);
-    for (const l of lines.slice(2)) expect(l).toMatch(/\brunning\s+cn$/);
+    for (const l of lines.slice(2)) expect(l).toMatch(/\brunning\s+cn\s+virtual$/);
 
     const status = await run(['status', ...dd()]);
     expect(status.code).toBe(0);
