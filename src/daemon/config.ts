@@ -98,6 +98,8 @@ export interface DaemonConfig {
   maxQueuedTasks?: number;
   /** Open connections across all CN sockets; absent: the default. */
   maxConnections?: number;
+  /** The daemon's --seed: makes random draws replayable (events' targets and fault decisions). */
+  seed?: string;
   /** Where each setting came from, for `GET /config` and the start-up log. */
   sources: Record<string, ConfigSource>;
 }
