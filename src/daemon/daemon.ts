@@ -623,6 +623,8 @@ export class Daemon {
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,
+      /** Fault events running now (GET /events lists them). */
+      activeEvents: this.eventsEngine?.size ?? 0,
       eventLoop: this.eventLoopFigures(),
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter

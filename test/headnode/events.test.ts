@@ -207,7 +207,10 @@ describe('fault events against the dev headnode', () => {
   it('reboot: the CN goes down and up with a new boot time, and its autoboot VM comes back running', async () => {
     const target = dc.servers[1]!;
     const bootBefore = (await server(target)).last_boot;
-    await waitFor(async () => ((await call<Obj>(vmapi, 'getVm', { uuid: vm })).state === 'running' ? true : undefined), 20_000, 100);
+    const vmBefore = await waitFor(async () => {
+      const v = await call<Obj>(vmapi, 'getVm', { uuid: vm });
+      return v.state === 'running' ? v : undefined;
+    }, 20_000, 100);
     const ev = await start({ type: 'reboot', target: { servers: [target] }, params: { bootMs: 300 } });
     expect(ev.servers).toEqual([target]);
     const up = await waitFor(async () => {
@@ -215,7 +218,12 @@ describe('fault events against the dev headnode', () => {
       return s.status === 'running' && s.last_boot !== bootBefore ? s : undefined;
     }, 30_000, 100);
     expect(up.last_boot).not.toBe(bootBefore);
-    await waitFor(async () => ((await call<Obj>(vmapi, 'getVm', { uuid: vm })).state === 'running' ? true : undefined), 20_000, 100);
+    // The VM went down with its host and, autoboot set, was started again at boot.
+    const vmAfter = await waitFor(async () => {
+      const v = await call<Obj>(vmapi, 'getVm', { uuid: vm });
+      return v.state === 'running' && v.boot_timestamp !== vmBefore.boot_timestamp ? v : undefined;
+    }, 20_000, 100);
+    expect(vmAfter.exit_status).toBe(0);
     expect((await logLines()).filter((l) => l.id === ev.id).map((l) => l.phase)).toEqual(['start', 'end']);
   }, 60_000);
 });
