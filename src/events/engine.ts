@@ -146,10 +146,12 @@ export class EventsEngine {
     if (req.durationMs !== undefined) {
       this.schedule(ev, req.durationMs, () => this.end(id, 'duration'));
     }
-    ev.applied.finished?.then(
-      () => this.end(id, 'done'),
-      () => this.end(id, 'failed'),
-    );
+    ev.applied.finished
+      ?.then(
+        () => this.end(id, 'done'),
+        () => this.end(id, 'failed'),
+      )
+      .catch((err: unknown) => this.host.log.error({ err, event: id }, 'ending an event failed'));
     return view(ev);
   }
 

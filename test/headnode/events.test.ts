@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cnapiTask, startDevDc, type DevDc, type Obj } from './helpers/dev-dc.js';
-import { call, closeClient, vmapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
+import { call, closeClient, raw, vmapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
 
 const OWNER = '930896af-bf8c-48d4-885c-6573a94b1853';
 
@@ -167,6 +167,9 @@ describe('fault events against the dev headnode', () => {
       return s.disk_pool_alloc_bytes >= 0.94 * s.disk_pool_size_bytes ? s : undefined;
     }, 20_000, 100);
     expect(after.unreserved_disk).toBeLessThan(before.unreserved_disk);
+    // cn-agent's ZFS model (zfs_list_pools, `zpool list`) shows the same pool.
+    const pools = (await raw<Obj[]>(dc.cnapi, 'get', `/servers/${target}/zpools`)).body;
+    expect(Number.parseInt(String(pools[0]!.cap), 10)).toBeGreaterThanOrEqual(94);
     // What is left of the pool bounds what DAPI may reserve: at most the 5 % not filled.
     expect(after.unreserved_disk).toBeLessThanOrEqual(Math.ceil((0.06 * after.disk_pool_size_bytes) / (1024 * 1024)));
     // A state, not a condition: the ramp done, the event has ended and the pool stays full.
