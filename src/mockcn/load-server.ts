@@ -8,6 +8,7 @@ import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { serverPaths } from './layout.js';
 import { MockCnImpl, type MockCnHooks } from './mock-cn.js';
+import { readPoolFill } from './pool-fill.js';
 import { readSysinfoFile } from './sysinfo-file.js';
 
 /** Opens the VM store of one server (the daemon passes `vmadm.openServer`). */
@@ -28,5 +29,9 @@ export async function loadServer(
     'Datacenter Name': sysinfo['Datacenter Name'],
     'Live Image': sysinfo['Live Image'],
   });
-  return new MockCnImpl({ uuid, paths, vms, sysinfo, agents, ...(hooks ? { hooks } : {}) });
+  const cn = new MockCnImpl({ uuid, paths, vms, sysinfo, agents, ...(hooks ? { hooks } : {}) });
+  // A pool a zpool-fill event filled stays filled across restarts.
+  const poolFill = await readPoolFill(paths.dir).catch(() => undefined);
+  if (poolFill !== undefined) cn.conditions = { poolFill };
+  return cn;
 }

@@ -176,6 +176,9 @@ describe('fault events against the dev headnode', () => {
     await waitFor(async () => ((await logLines()).some((l) => l.id === ev.id && l.phase === 'end') ? true : undefined), 5000, 50);
     expect((await control('DELETE', `/events/${ev.id as string}`)).status).toBe(404);
     expect((await capacity()).disk_pool_alloc_bytes).toBeGreaterThanOrEqual(0.94 * after.disk_pool_size_bytes);
+    // On disk with the CN, so a restarted daemon loads the pool as full as it was.
+    const kept = JSON.parse(await fsp.readFile(path.join(dc.dataDir, 'servers', target, 'zpool-fill.json'), 'utf8')) as Obj;
+    expect(kept.poolFill).toBeCloseTo(0.95, 5);
   }, 60_000);
 
   it('task-fault hang: a task gets no answer until the event ends; a caller that gives up frees it', async () => {

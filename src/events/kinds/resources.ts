@@ -4,6 +4,7 @@
  * status reports) and memory-pressure (available memory capped while the event lasts).
  */
 import { buildStatusSample } from '../../agents/cn-agent/cnapi-reporter/status-sample.js';
+import { writePoolFill } from '../../mockcn/pool-fill.js';
 import { sysinfoHardware } from '../../mockcn/sysinfo-file.js';
 import type { Applied, EventContext } from './context.js';
 
@@ -22,10 +23,21 @@ export async function zpoolFill(ctx: EventContext<'zpool-fill'>): Promise<Applie
       ctx.conditions.setPoolFill(cn, start + (goal - start) * progress);
     }
   };
+  /** The fill reached is on disk: it outlives the event and the daemon. */
+  const persist = (): Promise<unknown> =>
+    Promise.all(
+      ctx.servers.map((cn) =>
+        writePoolFill(cn.paths.dir, cn.conditions?.poolFill ?? goal).catch((err: unknown) =>
+          ctx.host.log.warn({ err, server: cn.uuid }, 'cannot record the pool fill'),
+        ),
+      ),
+    );
   if (overMs === 0) {
     setAll(1);
+    await persist();
     return { finished: Promise.resolve() };
   }
+  let complete = false;
   const stepMs = Math.max(MIN_STEP_MS, Math.ceil(overMs / RAMP_STEPS));
   const startedAt = Date.now();
   let done!: () => void;
@@ -33,12 +45,19 @@ export async function zpoolFill(ctx: EventContext<'zpool-fill'>): Promise<Applie
   const step = (): void => {
     const progress = Math.min(1, (Date.now() - startedAt) / overMs);
     setAll(progress);
-    if (progress >= 1) done();
-    else ctx.schedule(Math.min(stepMs, overMs - (Date.now() - startedAt)), step);
+    if (progress >= 1) {
+      complete = true;
+      void persist().then(done);
+    } else ctx.schedule(Math.min(stepMs, overMs - (Date.now() - startedAt)), step);
   };
   ctx.schedule(Math.min(stepMs, overMs), step);
   // DELETE during the ramp stops it where it is: the data written stays written.
-  return { finished };
+  return {
+    finished,
+    undo: async () => {
+      if (!complete) await persist();
+    },
+  };
 }
 
 /** How full the pool is now, as the status report computes it (0-1). */
