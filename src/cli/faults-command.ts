@@ -25,6 +25,10 @@ interface FaultRule {
   error?: string;
   probability?: number;
   hits?: number;
+  /** A task-fault event's rule (mockcloud events): its event and CNs. */
+  event?: string;
+  servers?: string[];
+  hang?: boolean;
 }
 
 function builder(y: Argv): Argv<FaultsArgs> {
@@ -43,10 +47,11 @@ function builder(y: Argv): Argv<FaultsArgs> {
 }
 
 function describeRule(r: FaultRule): string {
-  const what = [r.delayMs !== undefined ? `delay ${r.delayMs} ms` : '', r.error !== undefined ? `error ${JSON.stringify(r.error)}` : '']
+  const what = [r.delayMs !== undefined ? `delay ${r.delayMs} ms` : '', r.error !== undefined ? `error ${JSON.stringify(r.error)}` : '', r.hang ? 'hang' : '']
     .filter(Boolean)
     .join(' + ');
-  return `${r.id}  server ${r.server ?? '*'}  task ${r.task ?? '*'}  ${what}${r.probability !== undefined ? `  p=${r.probability}` : ''}  hits ${r.hits ?? 0}`;
+  const where = r.event !== undefined ? `event ${r.event} (${r.servers?.length ?? 'every'} server(s))` : `server ${r.server ?? '*'}`;
+  return `${r.id}  ${where}  task ${r.task ?? '*'}  ${what}${r.probability !== undefined ? `  p=${r.probability}` : ''}  hits ${r.hits ?? 0}`;
 }
 
 async function handler(argv: FaultsArgs): Promise<void> {

@@ -19,6 +19,7 @@ import { CliError, UsageError } from './daemon-client.js';
 import { daemonCommand } from './daemon-command.js';
 import { deleteServersCommand } from './delete-servers-command.js';
 import { ensureServersCommand } from './ensure-servers-command.js';
+import { eventCommand, eventsCommand } from './event-command.js';
 import { faultsCommand } from './faults-command.js';
 import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
@@ -38,6 +39,8 @@ const COMMANDS = [
   rescanCommand,
   faultsCommand,
   setServersCommand,
+  eventCommand,
+  eventsCommand,
 ] as const;
 
 /** The command names, as typed (`create-servers`, `faults`). */

@@ -21,6 +21,8 @@ export const ERROR_CATALOGUE = {
   Conflict: 409,
   InvalidArgument: 409,
   InvalidParameters: 422,
+  /** An event's target (src/events) that selects no server, or no VM. */
+  NoMatchingServers: 422,
   MissingParameter: 409,
   ValidationFailed: 409,
   ServerNotRunning: 409,

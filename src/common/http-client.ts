@@ -65,6 +65,13 @@ function isReset(err: Error): boolean {
   return code === 'ECONNRESET' || code === 'EPIPE' || err.message === 'aborted';
 }
 
+/**
+ * The fault seam on outbound requests (the events engine's partitions and outbound faults):
+ * undefined lets the request go; a promise holds it until it resolves (then it is sent) or
+ * fails it with the promise's error. Consulted only while one is installed.
+ */
+export type OutboundInterceptor = (req: HttpRequest, timeoutMs: number) => Promise<void> | undefined;
+
 export interface HttpClientOptions {
   maxSockets?: number;
   timeoutMs?: number;
@@ -85,6 +92,8 @@ export class JsonHttpClient {
    * heartbeat behind them waited 12 s).
    */
   private readonly background: Gate;
+  /** See OutboundInterceptor; undefined (no check at all) unless a fault event needs it. */
+  interceptor: OutboundInterceptor | undefined;
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
@@ -100,6 +109,22 @@ export class JsonHttpClient {
 
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
   request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
+    // Held before the background gate: a partitioned CN's requests take no other CN's turn.
+    const held = this.interceptor?.(req, req.timeoutMs ?? this.timeoutMs);
+    if (held) {
+      return held.then(
+        () => this.dispatch<T>(req),
+        (err: unknown) => {
+          this.stats.requests++;
+          this.stats.errors++;
+          throw err;
+        },
+      );
+    }
+    return this.dispatch<T>(req);
+  }
+
+  private dispatch<T>(req: HttpRequest): Promise<HttpResponse<T>> {
     return req.background ? this.background.run(() => this.send<T>(req)) : this.send<T>(req);
   }
 

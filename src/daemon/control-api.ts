@@ -17,6 +17,11 @@
  *   POST   /faults                    add one: {server?, task?, delayMs?, error?, probability?}
  *   DELETE /faults[?server=UUID]      remove all (of one CN)
  *   DELETE /faults/:id                remove one
+ *   GET    /events                    active fault events (src/events, docs/events.md)
+ *   POST   /events                    start one: {type, target, durationMs?, params?, seed?, source?} → 201
+ *   DELETE /events                    end every active event
+ *   DELETE /events/:id                end one (undo what it set)
+ *   POST   /events/marks              {label, source?}: a mark line in <data-dir>/events.jsonl
  *
  * Errors are Triton-style `{"code","message"}` with the catalogue's status.
  *
@@ -59,6 +64,11 @@ export interface ControlHandlers {
   setFault(body: unknown): unknown;
   clearFaults(server: string | undefined): unknown;
   removeFault(id: string): unknown;
+  listEvents(): unknown;
+  startEvent(body: unknown): Promise<unknown>;
+  endEvent(id: string): Promise<unknown>;
+  endAllEvents(): Promise<unknown>;
+  markEvents(body: unknown): Promise<unknown>;
 }
 
 /** What one path answers, by method; any other method is a 405. */
@@ -157,6 +167,13 @@ export class ControlApi {
       }),
     }));
     on('/faults/:id', () => ({ DELETE: answer((req) => h.removeFault(String(req.params.id))) }));
+    on('/events', () => ({
+      GET: answer(() => h.listEvents()),
+      POST: async (req) => ({ status: 201, body: await h.startEvent(body(req)) }),
+      DELETE: answer(() => h.endAllEvents()),
+    }));
+    on('/events/marks', () => ({ POST: async (req) => ({ status: 201, body: await h.markEvents(body(req)) }) }));
+    on('/events/:id', () => ({ DELETE: answer((req) => h.endEvent(String(req.params.id))) }));
     on('/servers', () => ({
       GET: answer(() => h.listServers()),
       POST: (req) => h.createServers(body(req)),

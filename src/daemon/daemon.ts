@@ -34,6 +34,8 @@ import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
+import { EventsEngine } from '../events/index.js';
+import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import { preflight } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
@@ -92,6 +94,7 @@ export class Daemon {
   private factory: ServerFactory | undefined;
   private plugins: CnAgentPlugin[] = [];
   private control: ControlApi | undefined;
+  private eventsEngine: EventsEngine | undefined;
   private daemonJson: DaemonJsonWriter | undefined;
   private rates: RateWindow | undefined;
   /** How late the event loop ran (the one thread every CN's heartbeats share), between two /status reads. */
@@ -265,6 +268,9 @@ export class Daemon {
       }));
       this.sampleRates();
 
+      this.eventsEngine = this.createEventsEngine(fleet);
+      await this.eventsEngine.start();
+
       this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
       await this.control.start().catch((err: unknown) => {
         throw new MockcloudError(
@@ -305,6 +311,7 @@ export class Daemon {
     };
     this.loopDelay?.disable();
     await step('control API', () => this.control?.stop());
+    await step('events', () => this.eventsEngine?.stop());
     await step('CNAPI reporter', () => this.reporterInstance?.stop());
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
     await step('cn-agent', () => this.cnAgent?.stop());
@@ -318,6 +325,30 @@ export class Daemon {
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
     this.state = 'stopped';
     this.log.info('mockcloud daemon stopped');
+  }
+
+  /** The fault events engine (POST /events); known once started. */
+  get events(): EventsEngine {
+    if (!this.eventsEngine) throw new Error('daemon not started');
+    return this.eventsEngine;
+  }
+
+  private createEventsEngine(fleet: Fleet): EventsEngine {
+    const { config } = this;
+    const faults = this.cnAgent?.faults;
+    const addEventRule = faults?.addEventRule?.bind(faults);
+    return new EventsEngine({
+      log: this.log.child({ component: 'events' }),
+      scheduler: this.scheduler,
+      http: this.http,
+      dataDir: config.dataDir,
+      ...(config.seed !== undefined ? { seed: config.seed } : {}),
+      urls: { cnapi: config.urls.cnapi, vmapi: config.urls.vmapi, napi: config.urls.napi },
+      fleet,
+      ...(faults && addEventRule ? { taskFaults: { addEventRule, remove: (id: string) => faults.remove(id) } } : {}),
+      knownTask: (name) => TASK_REGISTRY.has(name),
+      bootMs: (config.bootSeconds ?? DEFAULT_BOOT_SECONDS) * 1000,
+    });
   }
 
   /** Whether start() runs the embedded dev headnode: asked for, and no Triton address configured. */
@@ -512,6 +543,11 @@ export class Daemon {
         if (!this.faults().remove(id)) throw new MockcloudError('ResourceNotFound', `fault rule ${id} not found`);
         return { removed: 1 };
       },
+      listEvents: () => this.events.list(),
+      startEvent: (body) => this.events.startEvent(body),
+      endEvent: (id) => this.events.endEvent(id),
+      endAllEvents: () => this.events.endAll(),
+      markEvents: (body) => this.events.mark(body),
     };
   }
 
@@ -615,6 +651,8 @@ export class Daemon {
       heartbeatsPerSecond: rates.heartbeats ?? 0,
       statusReportsPerSecond: rates.statusReports ?? 0,
       tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,
+      /** Fault events running now (GET /events lists them). */
+      activeEvents: this.eventsEngine?.size ?? 0,
       eventLoop: this.eventLoopFigures(),
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter

@@ -3,6 +3,7 @@
  * cn-agent task server (src/agents/cn-agent, `CnAgentServer`) and the file-backed vmadm
  * (src/vmadm, `Vmadm`). Typed here by what the daemon calls, so tests can stand in for them.
  */
+import type { EventFaultRule } from '../agents/cn-agent/faults.js';
 import type { SysinfoIdentity } from '../common/sysinfo.js';
 import type { AgentAddress, CnPower, MockCn } from '../mockcn/types.js';
 import type { VmStore } from '../vmadm/types.js';
@@ -22,6 +23,8 @@ export interface CnAgentHost {
     remove(id: string): boolean;
     clear(server?: string): void;
     list(): unknown[];
+    /** A task-fault event's rule (src/events); absent in stand-ins. */
+    addEventRule?(rule: EventFaultRule): string;
   };
   /** Counters for `mockcloud status` (tasks by outcome, ...). */
   stats?(): Record<string, unknown>;

@@ -8,6 +8,7 @@ import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { serverPaths } from './layout.js';
 import { MockCnImpl, type MockCnHooks } from './mock-cn.js';
+import { readPoolFill } from './pool-fill.js';
 import { readSysinfoFile } from './sysinfo-file.js';
 import { readProfileName } from './profile-record.js';
 
@@ -30,5 +31,9 @@ export async function loadServer(
     'Live Image': sysinfo['Live Image'],
   });
   const profile = await readProfileName(paths.dir, sysinfo);
-  return new MockCnImpl({ uuid, paths, vms, sysinfo, agents, profile, ...(hooks ? { hooks } : {}) });
+  const cn = new MockCnImpl({ uuid, paths, vms, sysinfo, agents, profile, ...(hooks ? { hooks } : {}) });
+  // A pool a zpool-fill event filled stays filled across restarts.
+  const poolFill = await readPoolFill(paths.dir).catch(() => undefined);
+  if (poolFill !== undefined) cn.conditions = { poolFill };
+  return cn;
 }

@@ -8,7 +8,7 @@ import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { DAEMON_SYSINFO_KEY, readSysinfoFile } from './sysinfo-file.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
-import type { AgentAddress, AgentRecord, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
+import type { AgentAddress, AgentRecord, CnConditions, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
 
 /** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
 export interface MockCnHooks {
@@ -48,6 +48,7 @@ export class MockCnImpl implements MockCn {
   power: CnPower = 'up';
   agents: readonly AgentRecord[];
   hooks: MockCnHooks;
+  conditions?: CnConditions;
   private address: AgentAddress | undefined;
   private host: string | undefined;
 

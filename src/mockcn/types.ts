@@ -49,6 +49,19 @@ export interface PowerChange {
   graceful: boolean;
 }
 
+/**
+ * What fault events (src/events) impose on a CN's reported figures and timing. Absent: none,
+ * and nothing is computed for it.
+ */
+export interface CnConditions {
+  /** The zpool is at least this full (0-1): status reports' disk figures follow (zpool-fill). */
+  poolFill?: number;
+  /** Available memory is at most this many bytes (memory-pressure). */
+  availableMemoryBytes?: number;
+  /** Each heartbeat goes out this much later than its interval (slow-heartbeat). */
+  heartbeatLateMs?: number;
+}
+
 export interface MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
@@ -72,6 +85,8 @@ export interface MockCn {
   readonly power: CnPower;
   /** The agents list last read from `agents/` (what CNAPI was last sent). */
   readonly agents?: readonly AgentRecord[];
+  /** Set by fault events only; see CnConditions. */
+  conditions?: CnConditions;
 
   /** A VM changed or a task finished: send a status report soon (throttled, shared). */
   markStatusDirty(): void;

@@ -60,6 +60,15 @@ function halted(vm: Stored, now: Date, exitStatus: number): void {
   vm.exit_timestamp = now.toISOString();
 }
 
+/**
+ * The zone's init died (a crash): zoneadmd records init's exit in the zone's `lastexited`,
+ * which vmadm reports as exit_status / exit_timestamp, and the zone is down. autoboot is
+ * left as it is: nobody asked for a stop.
+ */
+export function crashSteps(exitStatus: number): Step[] {
+  return [(vm, now) => halted(vm, now, exitStatus)];
+}
+
 export const haltStep: Step = (vm, now) => {
   vm.autoboot = false;
   halted(vm, now, 0);

@@ -32,6 +32,7 @@ import {
   haltStep,
   hostHaltSteps,
   killSteps,
+  crashSteps,
   parseSignal,
   rebootPlan,
   reprovisionSteps,
@@ -249,6 +250,13 @@ export class FileVmStore implements VmStore {
 
   halt(uuid: string): Promise<Vm> {
     return this.steps(uuid, (vm) => (vm.state === 'running' ? hostHaltSteps : []));
+  }
+
+  crash(uuid: string, exitStatus: number): Promise<Vm> {
+    return this.steps(uuid, (vm) => {
+      checkKillable(vm);
+      return crashSteps(exitStatus);
+    });
   }
 
   async kill(uuid: string, opts?: { signal?: string }): Promise<Vm> {

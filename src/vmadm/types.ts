@@ -252,6 +252,11 @@ export interface VmStore {
    * `autoboot` left as it is, unlike `stop`; a VM in any other state is left alone.
    */
   halt(uuid: string): Promise<Vm>;
+  /**
+   * The running VM's init dies (a fault event): it stops with `exit_status` and a fresh
+   * `exit_timestamp`, autoboot untouched. A VM not running: VmNotFound/Conflict as `kill`.
+   */
+  crash?(uuid: string, exitStatus: number): Promise<Vm>;
   /** Always ends running, as on a real CN. */
   reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm>;
 

@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → daemon → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → daemon → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -42,8 +42,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   runtime: ['common', 'mockcn'],
   headnode: ['common', 'vmadm', 'mockcn'],
   agents: ['common', 'vmadm', 'mockcn', 'runtime'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'daemon'],
+  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon'],
 };
 
 describe('source layering', () => {

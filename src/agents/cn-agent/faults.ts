@@ -30,19 +30,42 @@ export interface FaultRule extends FaultSpec {
   id: string;
   /** How often the rule fired. */
   hits: number;
+  /** A task-fault event's rule (src/events): the event's id. */
+  event?: string;
+}
+
+/**
+ * A rule a task-fault event adds: a set of CNs rather than one, the event's own (seeded)
+ * random stream, and `hang`. Not validated here: the events engine validated the request.
+ */
+export interface EventFaultRule extends Omit<FaultSpec, 'server'> {
+  event: string;
+  /** The CNs it applies to; absent: every CN. */
+  servers?: ReadonlySet<string>;
+  /** Hold each matching task until this signal aborts (the event ended) or its client goes. */
+  hang?: AbortSignal;
+  random?: () => number;
 }
 
 /** What applies to one task: the summed delay and the first error. */
 export interface FaultEffect {
   delayMs: number;
   error?: string;
+  /** Hold the task until this aborts (see EventFaultRule.hang). */
+  hang?: AbortSignal;
   rules: string[];
+}
+
+interface StoredRule extends FaultRule {
+  servers?: ReadonlySet<string>;
+  hang?: AbortSignal;
+  random?: () => number;
 }
 
 const MAX_DELAY_MS = 3600 * 1000;
 
 export class FaultInjector {
-  private readonly rules = new Map<string, FaultRule>();
+  private readonly rules = new Map<string, StoredRule>();
 
   constructor(private readonly random: () => number = Math.random) {}
 
@@ -53,19 +76,31 @@ export class FaultInjector {
     return rule;
   }
 
+  /** A task-fault event's rule; its id, to remove it when the event ends. */
+  addEventRule(spec: EventFaultRule): string {
+    const rule: StoredRule = { ...spec, id: newUuid(), hits: 0 };
+    this.rules.set(rule.id, rule);
+    return rule.id;
+  }
+
   remove(id: string): boolean {
     return this.rules.delete(id);
   }
 
-  /** Remove every rule, or those of one CN. */
+  /** Remove every rule, or those of one CN; events' rules stay (they end with their event). */
   clear(server?: string): void {
     for (const [id, rule] of this.rules) {
+      if (rule.event !== undefined) continue;
       if (server === undefined || rule.server === server) this.rules.delete(id);
     }
   }
 
   list(): FaultRule[] {
-    return [...this.rules.values()].map((r) => ({ ...r }));
+    return [...this.rules.values()].map(({ servers, hang, random: _random, ...r }) => ({
+      ...r,
+      ...(servers ? { servers: [...servers] } : {}),
+      ...(hang ? { hang: true } : {}),
+    }));
   }
 
   get size(): number {
@@ -78,13 +113,15 @@ export class FaultInjector {
     let effect: FaultEffect | undefined;
     for (const rule of this.rules.values()) {
       if (rule.server !== undefined && rule.server !== server) continue;
+      if (rule.servers !== undefined && !rule.servers.has(server)) continue;
       if (rule.task !== undefined && rule.task !== task) continue;
-      if (rule.probability !== undefined && this.random() >= rule.probability) continue;
+      if (rule.probability !== undefined && (rule.random ?? this.random)() >= rule.probability) continue;
       rule.hits++;
       effect ??= { delayMs: 0, rules: [] };
       effect.rules.push(rule.id);
       effect.delayMs = Math.min(MAX_DELAY_MS, effect.delayMs + (rule.delayMs ?? 0));
       if (effect.error === undefined && rule.error !== undefined) effect.error = rule.error;
+      if (effect.hang === undefined && rule.hang !== undefined && !rule.hang.aborted) effect.hang = rule.hang;
     }
     return effect;
   }

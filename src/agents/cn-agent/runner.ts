@@ -47,6 +47,8 @@ export interface RunRequest {
   params: unknown;
   /** The HTTP request id (CNAPI's x-request-id). */
   reqId: string;
+  /** Aborts when the caller closed its connection (ends a hung task; see faults.ts hang). */
+  clientGone?: AbortSignal;
 }
 
 /** Task outcomes for `mockcloud status`. */
@@ -208,6 +210,7 @@ export class TaskRunner {
         if (fault) {
           log.warn({ fault }, 'injected fault');
           if (fault.delayMs > 0) await ctx.sleep(fault.delayMs);
+          if (fault.hang) await hangUntil(fault.hang, signal, r.clientGone, controller);
           if (fault.error !== undefined) throw new TaskError(fault.error);
         }
         return { kind: 'ok', result: await r.prepared.run(ctx) };
@@ -295,4 +298,38 @@ export class TaskRunner {
     finishEntry(entry, 'failed');
     return { statusCode: 500, body };
   }
+}
+
+/**
+ * A hung task (a task-fault event's `hang`): no answer until the event ends (then the task
+ * goes on as if it had only been slow), the task is aborted (time limit, CN down), or the
+ * caller closes its connection (the task is aborted: nobody is left to answer).
+ */
+function hangUntil(end: AbortSignal, task: AbortSignal, clientGone: AbortSignal | undefined, controller: AbortController): Promise<void> {
+  if (end.aborted) return Promise.resolve();
+  if (task.aborted) return Promise.reject(reasonOf(task));
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = (): void => {
+      end.removeEventListener('abort', onEnd);
+      task.removeEventListener('abort', onTask);
+      clientGone?.removeEventListener('abort', onGone);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve();
+    };
+    const onTask = (): void => {
+      cleanup();
+      reject(reasonOf(task));
+    };
+    const onGone = (): void => {
+      cleanup();
+      controller.abort(new Error('the client went away while the task hung'));
+      reject(reasonOf(task));
+    };
+    end.addEventListener('abort', onEnd, { once: true });
+    task.addEventListener('abort', onTask, { once: true });
+    if (clientGone?.aborted) onGone();
+    else clientGone?.addEventListener('abort', onGone, { once: true });
+  });
 }

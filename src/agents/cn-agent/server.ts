@@ -442,11 +442,12 @@ export class CnAgentServer {
       }
       return;
     }
-    res.off('close', onClose);
     try {
-      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId() });
+      // `gone` still listens: a task hung by a fault event ends when its client goes.
+      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId(), clientGone: gone.signal });
       res.send(outcome.statusCode, outcome.body);
     } finally {
+      res.off('close', onClose);
       release();
     }
   }

@@ -29,14 +29,19 @@ export interface DevDc {
   close(): Promise<void>;
 }
 
+export interface DevDcOptions {
+  /** The dev CNAPI's heartbeat reconciler (short, to see `unknown` within a test). */
+  heartbeat?: { periodMs?: number; lifetimeMs?: number };
+}
+
 /**
  * The dev headnode and a daemon on it that has been asked for `cnCount` CNs, without waiting
  * for them to register (for a test whose subject is the registration itself).
  */
-export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>> {
+export async function openDevDc(cnCount: number, opts: DevDcOptions = {}): Promise<Omit<DevDc, 'servers'>> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-devdc-'));
   const log = createQuietLogger();
-  const headnode = new Headnode({ dataDir, log });
+  const headnode = new Headnode({ dataDir, log, ...(opts.heartbeat ? { heartbeat: opts.heartbeat } : {}) });
   let daemon: Daemon | undefined;
   let cnapi: Client | undefined;
   const close = async (): Promise<void> => {
@@ -78,8 +83,8 @@ export async function openDevDc(cnCount: number): Promise<Omit<DevDc, 'servers'>
  * heartbeat: a CN is `running` as soon as CNAPI takes its sysinfo, but its cn-agent takes
  * tasks (404 before) only once the answer is back, and it sends heartbeats from then on.
  */
-export async function startDevDc(cnCount: number): Promise<DevDc> {
-  const dc = await openDevDc(cnCount);
+export async function startDevDc(cnCount: number, opts: DevDcOptions = {}): Promise<DevDc> {
+  const dc = await openDevDc(cnCount, opts);
   try {
     const servers = await waitFor(
       async () => {

@@ -311,7 +311,9 @@ export class CnapiReporter implements MockCnHooks {
   private async sendHeartbeat(link: CnLink): Promise<void> {
     await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {});
     if (!link.detached && this.running) {
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs, () => this.heartbeatDue(link));
+      // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
+      const late = link.cn.conditions?.heartbeatLateMs ?? 0;
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
     }
     this.done(link);
   }

@@ -15,7 +15,7 @@
  */
 import type { Sysinfo } from '../../../common/sysinfo.js';
 import { sysinfoHardware } from '../../../mockcn/sysinfo-file.js';
-import type { MockCn } from '../../../mockcn/types.js';
+import type { CnConditions, MockCn } from '../../../mockcn/types.js';
 import type { Vm } from '../../../vmadm/types.js';
 
 export interface StatusVm {
@@ -68,12 +68,15 @@ export const SYSTEM_USED_BYTES = 256 * MiB;
 /** States in which a zone exists in memory. */
 const RESIDENT_STATES = new Set(['running', 'provisioning', 'stopping', 'shutting_down', 'ready', 'receiving']);
 
-export function buildStatusSample(cn: Pick<MockCn, 'vms' | 'sysinfo'>, now: Date = new Date()): StatusSample {
+export function buildStatusSample(
+  cn: Pick<MockCn, 'vms' | 'sysinfo' | 'conditions'>,
+  now: Date = new Date(),
+): StatusSample {
   // DNI VMs use resources like any other; they are only left out of the inventory.
   const all = cn.vms.list({ include_dni: true });
   return {
     vms: inventory(all),
-    ...usage(all, cn.sysinfo),
+    ...usage(all, cn.sysinfo, cn.conditions),
     boot_time: sysinfoHardware(cn.sysinfo).bootTime ?? now.toISOString(),
     timestamp: now.toISOString(),
   };
@@ -98,6 +101,7 @@ export function inventory(vms: readonly Vm[]): Record<string, StatusVm> {
 function usage(
   vms: readonly Vm[],
   sysinfo: Sysinfo,
+  conditions?: CnConditions,
 ): Pick<StatusSample, 'meminfo' | 'diskinfo' | 'zpoolStatus'> {
   const hw = sysinfoHardware(sysinfo);
   let residentBytes = 0;
@@ -144,10 +148,15 @@ function usage(
     disk.cores_quota_used_bytes +
     disk.installed_images_used_bytes;
   disk.pool_alloc_bytes = Math.min(alloc, disk.pool_size_bytes || alloc);
+  // A zpool-fill event: data the model does not see (a zone filling its dataset, crash dumps).
+  if (conditions?.poolFill !== undefined) {
+    disk.pool_alloc_bytes = Math.max(disk.pool_alloc_bytes, Math.floor(disk.pool_size_bytes * conditions.poolFill));
+  }
 
   const total = hw.memoryBytes;
   const kernel = Math.min(total, Math.max(512 * MiB, Math.round(total * 0.016)));
-  const available = Math.max(0, total - kernel - residentBytes);
+  let available = Math.max(0, total - kernel - residentBytes);
+  if (conditions?.availableMemoryBytes !== undefined) available = Math.min(available, conditions.availableMemoryBytes);
   return {
     meminfo: { availrmem_bytes: available, arcsize_bytes: Math.floor(available / 8), total_bytes: total },
     diskinfo: disk,

@@ -1,0 +1,208 @@
+/**
+ * `mockcloud event <type> [target] [--duration D] [params]`, `mockcloud event end ID|--all`
+ * and `mockcloud events`: fault events in the running daemon (POST/GET/DELETE /events,
+ * docs/events.md). Durations are written 500ms, 30s, 5m or 1h (a bare number is seconds).
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { isUuid } from '../common/uuid.js';
+import { EVENT_TYPES, type EventView } from '../events/index.js';
+import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+
+interface EventArgs extends DataDirArgs, JsonArgs {
+  type: string;
+  id?: string;
+  servers?: string;
+  percent?: number;
+  count?: number;
+  profile?: string;
+  all?: boolean;
+  duration?: string;
+  seed?: string;
+  period?: string;
+  down?: string;
+  late?: string;
+  boot?: string;
+  vms?: string;
+  'vm-percent'?: number;
+  'exit-status'?: number;
+  fill?: number;
+  over?: string;
+  'available-mib'?: number;
+  'percent-used'?: number;
+  task?: string;
+  delay?: string;
+  error?: string;
+  probability?: number;
+  hang?: boolean;
+  api?: string;
+  'error-rate'?: number;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "500ms", "30s", "5m", "1h" or a bare number of seconds, in ms. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`--${flag} ${JSON.stringify(text)} is not a duration (e.g. 500ms, 30s, 5m, 1h)`);
+  return Math.round(Number(m[1]) * UNITS[m[2] ?? 's']!);
+}
+
+function list(flag: string, text: string): string[] {
+  const items = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = items.find((s) => !isUuid(s));
+  if (items.length === 0 || bad !== undefined) throw new UsageError(`--${flag} takes comma-separated UUIDs${bad ? `; ${JSON.stringify(bad)} is not one` : ''}`);
+  return items;
+}
+
+function target(argv: EventArgs): Record<string, unknown> {
+  const given: Record<string, unknown>[] = [];
+  if (argv.servers !== undefined) given.push({ servers: list('servers', argv.servers) });
+  if (argv.percent !== undefined) given.push({ percent: argv.percent });
+  if (argv.count !== undefined) given.push({ count: argv.count });
+  if (argv.profile !== undefined) given.push({ profile: argv.profile });
+  if (argv.all) given.push({ all: true });
+  if (given.length !== 1) throw new UsageError('name the servers with exactly one of --servers, --percent, --count, --profile, --all');
+  return given[0]!;
+}
+
+/** The params of each type from its flags; the daemon checks their values. */
+function params(argv: EventArgs): Record<string, unknown> {
+  const p: Record<string, unknown> = {};
+  const dur = (flag: keyof EventArgs & string, key: string): void => {
+    const v = argv[flag];
+    if (typeof v === 'string') p[key] = parseDuration(flag, v);
+  };
+  const val = (flag: keyof EventArgs & string, key: string): void => {
+    if (argv[flag] !== undefined) p[key] = argv[flag];
+  };
+  switch (argv.type) {
+    case 'reboot':
+      dur('boot', 'bootMs');
+      break;
+    case 'flap':
+      if (argv.period === undefined) throw new UsageError('flap needs --period (e.g. --period 20s [--down 10s])');
+      dur('period', 'periodMs');
+      dur('down', 'downMs');
+      break;
+    case 'slow-heartbeat':
+      if (argv.late === undefined) throw new UsageError('slow-heartbeat needs --late (e.g. --late 8s)');
+      dur('late', 'lateMs');
+      break;
+    case 'vm-crash':
+    case 'vm-reboot':
+      if (argv.vms !== undefined) p.vms = list('vms', argv.vms);
+      val('vm-percent', 'percent');
+      if (argv.type === 'vm-crash') val('exit-status', 'exitStatus');
+      break;
+    case 'zpool-fill':
+      if (argv.fill === undefined) throw new UsageError('zpool-fill needs --fill PERCENT (e.g. --fill 95 --over 10m)');
+      val('fill', 'percent');
+      dur('over', 'overMs');
+      break;
+    case 'memory-pressure':
+      val('available-mib', 'availableMiB');
+      val('percent-used', 'percentUsed');
+      break;
+    case 'task-fault':
+      val('task', 'task');
+      dur('delay', 'delayMs');
+      val('error', 'error');
+      val('probability', 'probability');
+      if (argv.hang) p.hang = true;
+      break;
+    case 'outbound-fault':
+      p.api = argv.api ?? '*';
+      dur('delay', 'delayMs');
+      val('error-rate', 'errorRate');
+      val('probability', 'probability');
+      break;
+  }
+  return p;
+}
+
+function describeEvent(e: EventView): string {
+  const n = e.servers.length;
+  const until = e.endsAt ? `until ${e.endsAt}` : 'until ended';
+  const vms = e.vms ? `, ${e.vms.length} VM(s)` : '';
+  const skipped = e.skipped ? `, ${e.skipped.length} skipped` : '';
+  return `${e.id}  ${e.type}  ${n} server(s)${vms}${skipped}  since ${e.startedAt}  ${until}`;
+}
+
+function builder(y: Argv): Argv<EventArgs> {
+  const out = y
+    .positional('type', { choices: [...EVENT_TYPES, 'end'], demandOption: true, describe: 'the event, or end to end one' })
+    .positional('id', { type: 'string', describe: 'the event to end (end)' })
+    .option('servers', { type: 'string', describe: 'these CNs (comma-separated UUIDs)' })
+    .option('percent', { type: 'number', describe: 'this percentage of the CNs, drawn at random (seeded)' })
+    .option('count', { type: 'number', describe: 'this many CNs, drawn at random (seeded)' })
+    .option('profile', { type: 'string', describe: "the CNs of this hardware profile" })
+    .option('all', { type: 'boolean', describe: 'every CN (with end: every active event)' })
+    .option('duration', { type: 'string', describe: 'end (undo) the event after this long; default: until `event end`' })
+    .option('seed', { type: 'string', describe: "seed of the target and fault draws (default: the daemon's --seed)" })
+    .option('period', { type: 'string', describe: 'flap: one down-and-up cycle' })
+    .option('down', { type: 'string', describe: 'flap: time down in each period (default half)' })
+    .option('late', { type: 'string', describe: 'slow-heartbeat: how late each heartbeat goes' })
+    .option('boot', { type: 'string', describe: "reboot: time down (default the daemon's --boot-seconds)" })
+    .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot: these VMs (comma-separated UUIDs; default every running VM)' })
+    .option('vm-percent', { type: 'number', describe: "vm-crash, vm-reboot: this percentage of the targets' running VMs" })
+    .option('exit-status', { type: 'number', describe: 'vm-crash: the exit status vmadm records (default 1)' })
+    .option('fill', { type: 'number', describe: 'zpool-fill: the pool fill to reach, in percent' })
+    .option('over', { type: 'string', describe: 'zpool-fill: the ramp time (default at once)' })
+    .option('available-mib', { type: 'number', describe: 'memory-pressure: available memory left, MiB' })
+    .option('percent-used', { type: 'number', describe: 'memory-pressure: memory in use, percent' })
+    .option('task', { type: 'string', describe: "task-fault: one task name, e.g. machine_create (default '*': every task)" })
+    .option('delay', { type: 'string', describe: 'task-fault, outbound-fault: added delay' })
+    .option('error', { type: 'string', describe: 'task-fault: fail the task with this message' })
+    .option('probability', { type: 'number', describe: 'task-fault, outbound-fault: fraction of matching tasks/requests hit, 0-1' })
+    .option('hang', { type: 'boolean', describe: "task-fault: the task never answers until the event ends or its caller gives up" })
+    .option('api', { choices: ['cnapi', 'vmapi', 'napi', '*'], describe: "outbound-fault: which API's calls (default '*')" })
+    .option('error-rate', { type: 'number', describe: 'outbound-fault: fraction of the hit requests that fail, 0-1' })
+    .example('$0 event offline --count 3 --duration 30s', 'three random CNs stop heartbeating, then come back')
+    .example('$0 event vm-crash --servers UUID --exit-status 137', "that CN's running VMs crash")
+    .example('$0 event zpool-fill --percent 10 --fill 95 --over 5m', "10 % of the CNs' pools fill to 95 %")
+    .example('$0 event task-fault --all --task machine_create --hang', 'VM creations hang until the event ends')
+    .example('$0 event end --all', 'end every active event');
+  return withJson(withDataDir(out), 'the answer') as Argv<EventArgs>;
+}
+
+async function handler(argv: EventArgs): Promise<void> {
+  if (argv.type === 'end') {
+    if ((argv.id === undefined) === !argv.all) throw new UsageError('name the event to end (mockcloud event end ID, see mockcloud events) or give --all');
+    const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+    const answer = argv.all
+      ? await daemon.call<{ ended: number }>('DELETE', '/events')
+      : await daemon.call<{ id: string }>('DELETE', `/events/${encodeURIComponent(argv.id!)}`);
+    if (argv.json) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    else process.stdout.write(argv.all ? `ended ${(answer as { ended: number }).ended} event(s)\n` : `ended ${argv.id}\n`);
+    return;
+  }
+  if (argv.id !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(argv.id)}`);
+  const body: Record<string, unknown> = { type: argv.type, target: target(argv), params: params(argv) };
+  if (argv.duration !== undefined) body.durationMs = parseDuration('duration', argv.duration);
+  if (argv.seed !== undefined) body.seed = argv.seed;
+  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const answer = await daemon.call<EventView>('POST', '/events', body);
+  process.stdout.write(argv.json ? `${JSON.stringify(answer, null, 2)}\n` : `${describeEvent(answer)}\n`);
+}
+
+export const eventCommand: CommandModule<object, EventArgs> = {
+  command: 'event <type> [id]',
+  describe: `Start a fault event on CNs or their VMs (${EVENT_TYPES.join(', ')}), or end one: event end ID|--all`,
+  builder,
+  handler,
+};
+
+type ListArgs = DataDirArgs & JsonArgs;
+
+export const eventsCommand: CommandModule<object, ListArgs> = {
+  command: 'events',
+  describe: 'List the active fault events of the running daemon',
+  builder: (y: Argv) => withJson(withDataDir(y), 'the events') as Argv<ListArgs>,
+  handler: async (argv: ListArgs) => {
+    const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+    const answer = await daemon.call<{ active: EventView[] }>('GET', '/events');
+    if (argv.json) process.stdout.write(`${JSON.stringify(answer.active, null, 2)}\n`);
+    else process.stdout.write(answer.active.length ? `${answer.active.map(describeEvent).join('\n')}\n` : 'no active events\n');
+  },
+};

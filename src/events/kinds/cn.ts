@@ -1,0 +1,98 @@
+/**
+ * Events on whole CNs: offline, flap, partition, reboot, slow-heartbeat.
+ */
+import { startReboot } from '../../mockcn/power-cycle.js';
+import type { MockCn } from '../../mockcn/types.js';
+import type { Applied, EventContext } from './context.js';
+
+/** Down for the event's duration (or until DELETE), then up: CNAPI sees `unknown`, then `running`. */
+export async function offline(ctx: EventContext<'offline'>): Promise<Applied> {
+  const held = await takeAll(ctx, ctx.servers);
+  return { undo: (stopping) => giveAll(ctx, held, stopping) };
+}
+
+/** Down for downMs, up for the rest of each periodMs, until the event ends (up at the end). */
+export async function flap(ctx: EventContext<'flap'>): Promise<Applied> {
+  const { periodMs, downMs } = ctx.req.params;
+  let held: MockCn[] = [];
+  const cycle = async (): Promise<void> => {
+    held = await takeAll(ctx, ctx.servers, false);
+    if (ctx.signal.aborted) {
+      // The event ended while the CNs went down: its undo saw none of them held.
+      const up = held;
+      held = [];
+      await giveAll(ctx, up, false);
+      return;
+    }
+    ctx.schedule(downMs, async () => {
+      const up = held;
+      held = [];
+      await giveAll(ctx, up, false);
+      ctx.schedule(periodMs - downMs, cycle);
+    });
+  };
+  await cycle();
+  return {
+    undo: (stopping) => {
+      const up = held;
+      held = [];
+      return giveAll(ctx, up, stopping);
+    },
+  };
+}
+
+/** Nothing the CN sends gets through (held until the end or its timeout); it keeps running. */
+export async function partition(ctx: EventContext<'partition'>): Promise<Applied> {
+  for (const cn of ctx.servers) ctx.network.block(cn.uuid);
+  return {
+    undo: () => {
+      for (const cn of ctx.servers) ctx.network.unblock(cn.uuid);
+    },
+  };
+}
+
+/** The server_reboot task's path: halt, down for the boot time, boot, autoboot VMs start. */
+export async function reboot(ctx: EventContext<'reboot'>): Promise<Applied> {
+  const { scheduler, log } = ctx.host;
+  const bootMs = ctx.req.params.bootMs ?? ctx.host.bootMs;
+  for (const cn of ctx.servers) {
+    const started = startReboot(cn, {
+      bootMs,
+      wait: (ms) => new Promise((resolve) => void scheduler.schedule(ms, resolve)),
+      log,
+    });
+    if (!started) ctx.skipped.push({ uuid: cn.uuid, reason: 'already down or rebooting' });
+  }
+  return { finished: Promise.resolve() };
+}
+
+/** Each heartbeat goes out lateMs after its interval (CNAPI's lifetime is 11 s). */
+export async function slowHeartbeat(ctx: EventContext<'slow-heartbeat'>): Promise<Applied> {
+  for (const cn of ctx.servers) ctx.conditions.set(cn, ctx.id, { heartbeatLateMs: ctx.req.params.lateMs });
+  return {
+    undo: () => {
+      for (const cn of ctx.servers) ctx.conditions.clear(cn, ctx.id);
+    },
+  };
+}
+
+async function takeAll(ctx: EventContext, cns: readonly MockCn[], noteSkipped = true): Promise<MockCn[]> {
+  const held: MockCn[] = [];
+  await Promise.all(
+    cns.map(async (cn) => {
+      try {
+        if (await ctx.power.take(cn)) held.push(cn);
+        else if (noteSkipped) ctx.skipped.push({ uuid: cn.uuid, reason: 'already down (rebooting)' });
+      } catch (err) {
+        ctx.host.log.warn({ err, server: cn.uuid, event: ctx.id }, 'taking a server offline failed');
+        if (noteSkipped) ctx.skipped.push({ uuid: cn.uuid, reason: (err as Error).message });
+      }
+    }),
+  );
+  return held;
+}
+
+async function giveAll(ctx: EventContext, held: readonly MockCn[], stopping: boolean): Promise<void> {
+  if (stopping) return;
+  await Promise.all(held.map((cn) => ctx.power.give(cn, ctx.host.fleet.get(cn.uuid) === cn)));
+}
