@@ -23,6 +23,7 @@ import { faultsCommand } from './faults-command.js';
 import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
 import { rescanCommand } from './rescan-command.js';
+import { scenarioCommand } from './scenario-command.js';
 import { statusCommand } from './status-command.js';
 
 const COMMANDS = [
@@ -36,6 +37,7 @@ const COMMANDS = [
   addExternalsCommand,
   rescanCommand,
   faultsCommand,
+  scenarioCommand,
 ] as const;
 
 /** The command names, as typed (`create-servers`, `faults`). */

@@ -43,7 +43,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   headnode: ['common', 'vmadm', 'mockcn'],
   agents: ['common', 'vmadm', 'mockcn', 'runtime'],
   daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'daemon'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'daemon', 'scenarios'],
 };
 
 describe('source layering', () => {

@@ -1,0 +1,43 @@
+/**
+ * `<data-dir>/scenario.pid`: the pid of the `mockcloud scenario run` driving that data dir's
+ * daemon, so that `mockcloud scenario stop` can find and signal it, and a second run on the
+ * same daemon is refused while the first goes on.
+ */
+import { promises as fsp, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileDurable } from '../common/durable-file.js';
+import { isProcessAlive } from '../daemon/daemon-json.js';
+
+export const SCENARIO_PID_FILE = 'scenario.pid';
+
+export function scenarioPidPath(dataDir: string): string {
+  return path.join(dataDir, SCENARIO_PID_FILE);
+}
+
+/** The pid the file names, if it names a live process. */
+export function runningScenarioPid(dataDir: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(scenarioPidPath(dataDir), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 && isProcessAlive(pid) ? pid : undefined;
+}
+
+export async function writeScenarioPid(dataDir: string, pid = process.pid): Promise<void> {
+  await writeFileDurable(scenarioPidPath(dataDir), `${pid}\n`);
+}
+
+/** Remove the file if it still names `pid` (a newer run's file stays). */
+export async function removeScenarioPid(dataDir: string, pid = process.pid): Promise<void> {
+  const file = scenarioPidPath(dataDir);
+  const text = await fsp.readFile(file, 'utf8').catch(() => undefined);
+  if (text !== undefined && Number(text.trim()) === pid) await fsp.rm(file, { force: true });
+}
+
+/** Remove a file whose process is gone. */
+export async function removeStaleScenarioPid(dataDir: string): Promise<void> {
+  if (runningScenarioPid(dataDir) === undefined) await fsp.rm(scenarioPidPath(dataDir), { force: true });
+}
