@@ -78,11 +78,14 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
   const dataDir = clientDataDir(argv['data-dir']);
   const { scenario, problems } = await load(file);
   let checked = false;
+  let fleetSize = 0;
   if (scenario) {
     const daemon = await daemonIfRunning(dataDir);
     if (daemon) {
-      problems.push(...checkAgainstFleet(scenario, await fleetView(daemon)));
+      const fleet = await fleetView(daemon);
+      problems.push(...checkAgainstFleet(scenario, fleet));
       checked = true;
+      fleetSize = fleet.servers.filter((x) => x.headnode !== true).length;
     }
   }
   if (argv.json) {
@@ -106,7 +109,8 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
   if (problems.length > 0) return printProblems(file, problems);
   const entries = timeline(scenario!);
   process.stdout.write(
-    `${file}: ok: scenario ${scenario!.name}, ${scenario!.steps.length} step(s), ${entries.length} on the timeline, lasting at least ${formatDuration(scenarioLength(entries))}\n`,
+    `${file}: ok: scenario ${scenario!.name}, ${scenario!.steps.length} step(s), ${entries.length} on the timeline, lasting at least ${formatDuration(scenarioLength(entries))}` +
+      `${checked ? `; its targets match the daemon's fleet (${fleetSize} CNs now)` : ''}\n`,
   );
   if (!checked) process.stderr.write(`mockcloud: no daemon runs for ${dataDir}: targets and profiles were not checked against a fleet\n`);
 }
@@ -118,6 +122,7 @@ async function run(argv: ScenarioArgs, file: string): Promise<void> {
   const daemon = await findDaemon(dataDir);
   const fleetProblems = checkAgainstFleet(scenario, await fleetView(daemon));
   if (fleetProblems.length > 0) return printProblems(file, fleetProblems);
+  if (scenario.steps.some((st) => st.action.kind === 'event' || st.action.kind === 'mark')) await requireEventsApi(daemon);
   const other = runningScenarioPid(dataDir);
   if (other !== undefined) throw new CliError(`a scenario run (pid ${other}) is already driving this daemon; end it with: mockcloud scenario stop --data-dir ${dataDir}`);
   const seed = argv.seed ?? scenario.seed ?? (await daemonSeed(daemon)) ?? randomBytes(4).toString('hex');
@@ -135,7 +140,7 @@ async function run(argv: ScenarioArgs, file: string): Promise<void> {
   process.on('SIGTERM', onSignal);
   const progress = new ScenarioProgress(scenario.name);
   try {
-    const outcome = await runScenario(scenario, new ControlApiDriver(daemon, (w) => process.stderr.write(`mockcloud: warning: ${w}\n`)), {
+    const outcome = await runScenario(scenario, new ControlApiDriver(daemon, (w) => progress.note(`mockcloud: warning: ${w}`)), {
       seed,
       signal: controller.signal,
       listener: progress,
@@ -161,6 +166,14 @@ async function run(argv: ScenarioArgs, file: string): Promise<void> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await removeScenarioPid(dataDir);
+  }
+}
+
+/** Events and marks need the daemon's /events routes: a daemon without them is said before anything runs. */
+async function requireEventsApi(daemon: DaemonClient): Promise<void> {
+  const res = await daemon.request('GET', '/events');
+  if (res.status === 404 || res.status === 405) {
+    throw new CliError(`the daemon at ${daemon.url} has no events API (GET /events: HTTP ${res.status}): it cannot run event or mark steps; nothing was changed`);
   }
 }
 

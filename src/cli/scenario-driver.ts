@@ -27,10 +27,13 @@ async function call<T>(daemon: DaemonClient, method: string, urlPath: string, bo
 
 export async function fleetView(daemon: DaemonClient): Promise<FleetView> {
   const servers = await listServers(daemon);
-  const profiles = await call<{ name?: unknown }[]>(daemon, 'GET', '/profiles');
+  const answer = await call<unknown>(daemon, 'GET', '/profiles');
+  // A list of profiles (each with its name), or of names; or an object holding that list.
+  const list: unknown[] = Array.isArray(answer) ? answer : Array.isArray((answer as { profiles?: unknown })?.profiles) ? (answer as { profiles: unknown[] }).profiles : [];
+  const names = list.map((p) => (typeof p === 'string' ? p : (p as { name?: unknown })?.name)).filter((n): n is string => typeof n === 'string');
   return {
     servers: servers.map((s) => ({ uuid: s.uuid, ...(s.headnode !== undefined ? { headnode: s.headnode } : {}), ...(typeof (s as { profile?: unknown }).profile === 'string' ? { profile: (s as { profile?: string }).profile } : {}) })),
-    profiles: Array.isArray(profiles) ? profiles.map((p) => p.name).filter((n): n is string => typeof n === 'string') : [],
+    profiles: names,
   };
 }
 

@@ -61,6 +61,16 @@ export class ScenarioProgress implements RunListener {
     else this.stream.write(`${this.last}\n`);
   }
 
+  /** A line of its own (a warning) that must not land inside the bar. */
+  note(line: string): void {
+    if (this.bar) {
+      this.stream.write(`\r\x1b[2K${line}\n`);
+      this.bar.update(this.finished, this.figures());
+    } else {
+      this.stream.write(`${line}\n`);
+    }
+  }
+
   /** The end of the run, whatever ended it: the bar's last state stays on screen, then `line`. */
   end(line: string): void {
     if (this.ticker) clearInterval(this.ticker);

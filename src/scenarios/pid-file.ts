@@ -3,6 +3,7 @@
  * daemon, so that `mockcloud scenario stop` can find and signal it, and a second run on the
  * same daemon is refused while the first goes on.
  */
+import { execFileSync } from 'node:child_process';
 import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
@@ -23,7 +24,23 @@ export function runningScenarioPid(dataDir: string): number | undefined {
     return undefined;
   }
   const pid = Number(text.trim());
-  return Number.isInteger(pid) && pid > 0 && isProcessAlive(pid) ? pid : undefined;
+  return Number.isInteger(pid) && pid > 0 && isProcessAlive(pid) && isScenarioRun(pid) ? pid : undefined;
+}
+
+/**
+ * Whether `pid` still is a `scenario run` (a run killed with -9 leaves its file, and the pid
+ * may since belong to another process, which `stop` must not signal). ps(1) answers on Linux
+ * and illumos alike; where it cannot, the live pid is trusted.
+ */
+function isScenarioRun(pid: number): boolean {
+  let args: string;
+  try {
+    args = execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+  } catch (err) {
+    // ps exits 1 when there is no such process; any other failure: no ps to ask.
+    return (err as { status?: number }).status !== 1;
+  }
+  return /\bscenario\s+run\b/.test(args);
 }
 
 export async function writeScenarioPid(dataDir: string, pid = process.pid): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → daemon → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios → daemon → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -14,9 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDuration } from '../../src/scenarios/duration.js';
 import { MAIN, startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
 import { eventsAccess, readEventLog, type EventsAccess } from './helpers/events-stand-in.js';
-import { CLI_ENV, runCli } from './helpers/run-cli.js';
+import { CLI_ENV, runCli, runCommand, shq } from './helpers/run-cli.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EXAMPLES = path.join(ROOT, 'docs/examples');
@@ -137,6 +138,12 @@ describe('scenario run and stop against a running daemon', () => {
     expect((await servers()).map((s) => s.uuid).sort()).toEqual(before);
     expect(await readEventLog(events.eventLog)).toEqual(logBefore);
     expect(existsSync(path.join(events.cliDataDir, 'scenario.pid'))).toBe(false);
+
+    // The same targets, matching: validate says they were checked against the fleet.
+    const good = await scenarioFile('match.yaml', `- event: { type: offline, target: { servers: [${cns[0]}] }, duration: 1s }\n- event: { type: reboot, target: { profile: virtual } }\n`);
+    const ok = await runCli(['scenario', 'validate', good, '--data-dir', events.cliDataDir]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`its targets match the daemon's fleet (${cns.length} CNs now)`);
   });
 
   it('[events routes] runs create, wait, delete and mark steps in order, and its progress ends', async () => {
@@ -168,8 +175,28 @@ describe('scenario run and stop against a running daemon', () => {
       ['created', { scenario: 'small', step: 4, line: 6 }],
       ['end', { scenario: 'small', step: 6, line: 8 }],
     ]);
-    expect(Date.parse(marks[1]!.time) - Date.parse(marks[0]!.time)).toBeGreaterThanOrEqual(1500);
+    // The wait counts from the run's start (the create before it took part of it): step 4 is
+    // not before 1.5 s into the run, by the run's own clock.
+    const at = (line: string): number => {
+      const d = parseDuration(/^\[\+([^\]]+)\]/.exec(line)![1]!);
+      return 'ms' in d ? d.ms : NaN;
+    };
+    expect(at(lines[3]!)).toBeGreaterThanOrEqual(1500);
+    expect(at(lines[3]!)).toBeGreaterThanOrEqual(at(lines[1]!));
+    expect(Date.parse(marks[1]!.time)).toBeGreaterThan(Date.parse(marks[0]!.time));
     expect(existsSync(path.join(events.cliDataDir, 'scenario.pid'))).toBe(false);
+  }, 120_000);
+
+  // A terminal, through util-linux script(1) (a pty): the bar, redrawn in place, ends full.
+  it.skipIf(process.platform !== 'linux' || !existsSync('/usr/bin/script'))('shows a progress bar on a terminal, and it ends', async () => {
+    const file = await scenarioFile('tty.yaml', ['name: tty', 'steps:', '  - create: 1', '  - wait: 1s', '  - delete: 1', ''].join('\n'));
+    const cmd = [process.execPath, MAIN, 'scenario', 'run', file, '--seed', '3', '--data-dir', events.cliDataDir].map(shq).join(' ');
+    const r = await runCommand('/usr/bin/script', ['-q', '-e', '-c', cmd, '/dev/null'], { timeoutMs: 90_000 });
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toContain('\x1b[');
+    expect(r.stdout).toMatch(/tty \S+ 3\/3 steps \| [\d.]+m?s of 1s \| step 3: deleted 1 server\(s\)/);
+    expect(r.stdout).toMatch(/scenario tty finished: 3 step\(s\) in [\d.]+s \(seed 3\)/);
+    expect(r.stdout).not.toMatch(/^\[\+/m);
   }, 120_000);
 
   /** `scenario run` in the background, as a user leaves it running. */
