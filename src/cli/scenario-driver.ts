@@ -90,9 +90,15 @@ export class ControlApiDriver implements ScenarioDriver {
   }
 
   async event(body: EventSpec & { seed: string; source: EventSource }): Promise<string> {
-    const res = await call<{ id?: string; servers?: string[] }>(this.daemon, 'POST', '/events', body);
-    const n = Array.isArray(res?.servers) ? res.servers.length : 0;
-    return `event ${body.type} on ${n} server(s)${res?.id ? ` (id ${res.id})` : ''}`;
+    const res = await this.daemon.request<{ id?: string; servers?: string[] } & ErrorBody>('POST', '/events', body);
+    // Nothing to act on at this moment (a crash storm's draw of CNs with no running VM): the
+    // file was checked, so this is the fleet's state, not a mistake; the run goes on.
+    if (res.status === 422 && res.body?.code === 'NoMatchingServers') return `event ${body.type} matched nothing now: ${res.body.message ?? 'no matching server'}`;
+    if (res.status < 200 || res.status >= 300) {
+      throw new CliError(`POST /events: ${res.body?.message ?? `HTTP ${res.status}`}${res.body?.code ? ` (${res.body.code})` : ''}`);
+    }
+    const n = Array.isArray(res.body?.servers) ? res.body.servers.length : 0;
+    return `event ${body.type} on ${n} server(s)${res.body?.id ? ` (id ${res.body.id})` : ''}`;
   }
 
   async mark(label: string, source: EventSource): Promise<string> {

@@ -33,7 +33,7 @@ const p = (name: string, kind: ParamKind): ParamSpec => ({ name, kind });
 export const EVENT_SPECS: Record<EventType, TypeSpec> = {
   offline: { duration: true, params: [] },
   partition: { duration: true, params: [] },
-  reboot: { duration: false, params: [] },
+  reboot: { duration: false, params: [p('boot', 'duration')] },
   flap: { duration: true, params: [p('period', 'duration'), p('down', 'duration')], required: ['period'] },
   'slow-heartbeat': { duration: true, params: [p('late', 'duration')], required: ['late'] },
   'vm-crash': {
@@ -51,7 +51,6 @@ export const EVENT_SPECS: Record<EventType, TypeSpec> = {
   'task-fault': {
     duration: true,
     params: [p('task', 'task'), p('delay', 'duration'), p('error', 'string'), p('probability', 'fraction'), p('hang', 'true')],
-    required: ['task'],
     groups: [{ names: ['delay', 'error', 'hang'], rule: 'some' }],
   },
   'outbound-fault': {
@@ -193,7 +192,6 @@ function readParams(r: YamlReader, type: EventType, e: Entries, node: Node, know
   if (type === 'flap' && typeof out.downMs === 'number' && typeof out.periodMs === 'number' && out.downMs >= out.periodMs) {
     r.problem(e.get('down')!.value, `params.down must be shorter than params.period (a flap is down part of each period, then up)`);
   }
-  if (type === 'zpool-fill' && out.percent !== undefined && out.overMs === undefined) out.overMs = 0;
   return out;
 }
 

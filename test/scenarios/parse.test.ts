@@ -110,6 +110,8 @@ steps:
   - event: { type: vm-crash, target: { all: true }, params: { percent: 20, exitStatus: 137 } }
   - event: { type: outbound-fault, target: { percent: 50 }, params: { api: vmapi, errorRate: 0.1 } }
   - event: { type: memory-pressure, target: { count: 2 }, params: { percentUsed: 95 }, duration: 1h }
+  - event: { type: reboot, target: { count: 1 }, params: { boot: 30s } }
+  - event: { type: task-fault, target: { all: true }, params: { hang: true }, duration: 2m }
 `);
     expect(s.name).toBe('storm');
     expect(s.seed).toBe('7');
@@ -121,6 +123,8 @@ steps:
       { type: 'vm-crash', target: { all: true }, params: { percent: 20, exitStatus: 137 } },
       { type: 'outbound-fault', target: { percent: 50 }, params: { api: 'vmapi', errorRate: 0.1 } },
       { type: 'memory-pressure', target: { count: 2 }, durationMs: 3_600_000, params: { percentUsed: 95 } },
+      { type: 'reboot', target: { count: 1 }, params: { bootMs: 30_000 } },
+      { type: 'task-fault', target: { all: true }, durationMs: 120_000, params: { hang: true } },
     ]);
   });
 
