@@ -12,6 +12,9 @@ import type { CreateResult } from '../daemon/server-factory.js';
 import { CliError, type DaemonClient } from './daemon-client.js';
 import { computeNodes, listServers, newest } from './fleet-ops.js';
 
+/** How long past its duration an event may take to end before the run stops waiting for it. */
+const ENDED_WAIT_MS = 30_000;
+
 interface ErrorBody {
   code?: string;
   message?: string;
@@ -89,7 +92,7 @@ export class ControlApiDriver implements ScenarioDriver {
     return `deleted ${uuids.length} server(s)`;
   }
 
-  async event(body: EventSpec & { seed: string; source: EventSource }): Promise<string> {
+  async event(body: EventSpec & { seed: string; source: EventSource }): Promise<string | { account: string; id: string }> {
     const res = await this.daemon.request<{ id?: string; servers?: string[] } & ErrorBody>('POST', '/events', body);
     // Nothing to act on at this moment (a crash storm's draw of CNs with no running VM): the
     // file was checked, so this is the fleet's state, not a mistake; the run goes on.
@@ -98,7 +101,23 @@ export class ControlApiDriver implements ScenarioDriver {
       throw new CliError(`POST /events: ${res.body?.message ?? `HTTP ${res.status}`}${res.body?.code ? ` (${res.body.code})` : ''}`);
     }
     const n = Array.isArray(res.body?.servers) ? res.body.servers.length : 0;
-    return `event ${body.type} on ${n} server(s)${res.body?.id ? ` (id ${res.body.id})` : ''}`;
+    const account = `event ${body.type} on ${n} server(s)${res.body?.id ? ` (id ${res.body.id})` : ''}`;
+    return typeof res.body?.id === 'string' ? { account, id: res.body.id } : account;
+  }
+
+  /** Poll GET /events until none of `ids` is active; bounded: the daemon ends them within a tick or two. */
+  async ended(ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + ENDED_WAIT_MS;
+    for (;;) {
+      const list = await call<{ active?: { id?: string }[] }>(this.daemon, 'GET', '/events');
+      const active = new Set((list?.active ?? []).map((e) => e.id));
+      if (!ids.some((id) => active.has(id))) return;
+      if (Date.now() > deadline || signal?.aborted) {
+        this.warn(`${ids.filter((id) => active.has(id)).length} event(s) of the run are still active ${ENDED_WAIT_MS / 1000} s after their duration`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async mark(label: string, source: EventSource): Promise<string> {

@@ -32,8 +32,14 @@ export interface CreateRequest {
 export interface ScenarioDriver {
   create(req: CreateRequest): Promise<string>;
   delete(req: { count: number } | { servers: string[] }): Promise<string>;
-  event(body: EventSpec & { seed: string; source: EventSource }): Promise<string>;
+  /** Start an event: the account, and the event's id when one was started. */
+  event(body: EventSpec & { seed: string; source: EventSource }): Promise<string | { account: string; id: string }>;
   mark(label: string, source: EventSource): Promise<string>;
+  /**
+   * Resolve once none of these events is active any more (the daemon ends each on its own clock,
+   * a little after the run's); absent: the run trusts its own clock.
+   */
+  ended?(ids: readonly string[], signal?: AbortSignal): Promise<void>;
 }
 
 export interface RunListener {
@@ -86,6 +92,8 @@ export async function runScenario(s: Scenario, driver: ScenarioDriver, opts: Run
   const entries = timeline(s);
   const lengthMs = scenarioLength(entries);
   const start = now();
+  /** Events started with a duration: the run is over when they are. */
+  const lasting: string[] = [];
   opts.listener?.begin?.(entries, lengthMs);
   for (let n = 0; n < entries.length; n++) {
     const entry = entries[n]!;
@@ -93,7 +101,14 @@ export async function runScenario(s: Scenario, driver: ScenarioDriver, opts: Run
     const lateMs = Math.max(0, now() - (start + entry.atMs));
     let account: string;
     try {
-      account = await abortable(perform(s, entry, driver, opts.seed), opts.signal);
+      const done = await abortable(perform(s, entry, driver, opts.seed), opts.signal);
+      if (typeof done === 'string') {
+        account = done;
+      } else {
+        account = done.account;
+        const a = entry.step.action;
+        if (a.kind === 'event' && a.event.durationMs !== undefined) lasting.push(done.id);
+      }
     } catch (err) {
       if (err instanceof RunAborted) throw err;
       throw new StepFailed(entry, err);
@@ -105,10 +120,11 @@ export async function runScenario(s: Scenario, driver: ScenarioDriver, opts: Run
     opts.listener?.draining?.(end - now());
     await sleepUntil(end, now, opts.signal);
   }
+  if (lasting.length > 0 && driver.ended) await abortable(driver.ended(lasting, opts.signal), opts.signal);
   return { entries: entries.length, elapsedMs: now() - start };
 }
 
-async function perform(s: Scenario, entry: TimelineEntry, driver: ScenarioDriver, seed: string): Promise<string> {
+async function perform(s: Scenario, entry: TimelineEntry, driver: ScenarioDriver, seed: string): Promise<string | { account: string; id: string }> {
   const a: Action = entry.step.action;
   const source: EventSource = { scenario: s.name, step: entry.step.index, line: entry.step.pos.line };
   switch (a.kind) {

@@ -87,6 +87,22 @@ describe('runScenario', () => {
     expect(r.calls.map((c) => c.what)).toEqual(['mark a tracks/1', 'mark b tracks/4', 'mark c tracks/3']);
   });
 
+  it('waits, at the end, for the daemon to end the events it started with a duration', async () => {
+    const r = recorder();
+    const asked: string[][] = [];
+    let n = 0;
+    const driver: ScenarioDriver = {
+      ...r.driver,
+      event: async (body) => ({ account: body.type, id: `ev-${++n}` }),
+      ended: async (ids) => {
+        asked.push([...ids]);
+      },
+    };
+    await runScenario(scenario('- event: { type: offline, target: { all: true }, duration: 10ms }\n- event: { type: reboot, target: { all: true } }\n'), driver, { seed: 's' });
+    // Only the event with a duration (the reboot acts once and ends by itself).
+    expect(asked).toEqual([['ev-1']]);
+  });
+
   it('lasts until the last event with a duration has ended', async () => {
     const r = recorder();
     const started = Date.now();
