@@ -16,7 +16,7 @@ import { isProcessAlive } from '../daemon/daemon-json.js';
 import { formatDuration } from '../scenarios/duration.js';
 import { checkAgainstFleet } from '../scenarios/fleet-check.js';
 import { parseScenario } from '../scenarios/parse.js';
-import { removeScenarioPid, removeStaleScenarioPid, runningScenarioPid, scenarioPidPath, writeScenarioPid } from '../scenarios/pid-file.js';
+import { claimScenarioPid, removeScenarioPid, removeStaleScenarioPid, runningScenarioPid, scenarioPidPath } from '../scenarios/pid-file.js';
 import { RunAborted, runScenario, StepFailed } from '../scenarios/runner.js';
 import { scenarioLength, timeline } from '../scenarios/timeline.js';
 import type { Scenario, ScenarioProblem } from '../scenarios/types.js';
@@ -123,12 +123,11 @@ async function run(argv: ScenarioArgs, file: string): Promise<void> {
   const fleetProblems = checkAgainstFleet(scenario, await fleetView(daemon));
   if (fleetProblems.length > 0) return printProblems(file, fleetProblems);
   if (scenario.steps.some((st) => st.action.kind === 'event' || st.action.kind === 'mark')) await requireEventsApi(daemon);
-  const other = runningScenarioPid(dataDir);
-  if (other !== undefined) throw new CliError(`a scenario run (pid ${other}) is already driving this daemon; end it with: mockcloud scenario stop --data-dir ${dataDir}`);
   const seed = argv.seed ?? scenario.seed ?? (await daemonSeed(daemon)) ?? randomBytes(4).toString('hex');
+  const other = await claimScenarioPid(dataDir);
+  if (other !== undefined) throw new CliError(`a scenario run (pid ${other}) is already driving this daemon; end it with: mockcloud scenario stop --data-dir ${dataDir}`);
   process.stderr.write(`scenario ${scenario.name}: seed ${seed} (run it again with --seed ${seed} to replay the same draws)\n`);
 
-  await writeScenarioPid(dataDir);
   const controller = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {

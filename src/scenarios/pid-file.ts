@@ -4,9 +4,8 @@
  * same daemon is refused while the first goes on.
  */
 import { execFileSync } from 'node:child_process';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { closeSync, openSync, promises as fsp, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileDurable } from '../common/durable-file.js';
 import { isProcessAlive } from '../daemon/daemon-json.js';
 
 export const SCENARIO_PID_FILE = 'scenario.pid';
@@ -43,8 +42,32 @@ function isScenarioRun(pid: number): boolean {
   return /\bscenario\s+run\b/.test(args);
 }
 
-export async function writeScenarioPid(dataDir: string, pid = process.pid): Promise<void> {
-  await writeFileDurable(scenarioPidPath(dataDir), `${pid}\n`);
+/**
+ * Take the data dir for this run: the file is created exclusively, so of two runs started at
+ * once only one gets it. Resolves with the pid of the live run that has it, if another has.
+ */
+export async function claimScenarioPid(dataDir: string, pid = process.pid): Promise<number | undefined> {
+  const file = scenarioPidPath(dataDir);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx', 0o644);
+      try {
+        writeSync(fd, `${pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      return undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const other = runningScenarioPid(dataDir);
+      if (other !== undefined) return other;
+      // A file left by a run that is gone: remove it and try once more.
+      await fsp.rm(file, { force: true });
+    }
+  }
+  const other = runningScenarioPid(dataDir);
+  if (other !== undefined) return other;
+  throw new Error(`cannot take ${file}: it came back twice after removal with no live run in it`);
 }
 
 /** Remove the file if it still names `pid` (a newer run's file stays). */

@@ -146,6 +146,14 @@ describe('scenario run and stop against a running daemon', () => {
     expect(ok.stdout).toContain(`its targets match the daemon's fleet (${cns.length} CNs now)`);
   });
 
+  it('passes every example in docs/examples against a running fleet too', async () => {
+    for (const f of readdirSync(EXAMPLES).filter((x) => x.endsWith('.yaml'))) {
+      const r = await runCli(['scenario', 'validate', path.join(EXAMPLES, f), '--data-dir', events.cliDataDir]);
+      expect(r.code, `${f}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain("its targets match the daemon's fleet");
+    }
+  });
+
   it('[events routes] runs create, wait, delete and mark steps in order, and its progress ends', async () => {
     const before = (await servers()).length;
     const file = await scenarioFile(
