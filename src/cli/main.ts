@@ -25,6 +25,7 @@ import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
 import { rescanCommand } from './rescan-command.js';
 import { setServersCommand } from './set-servers-command.js';
+import { scenarioCommand } from './scenario-command.js';
 import { statusCommand } from './status-command.js';
 
 const COMMANDS = [
@@ -41,6 +42,7 @@ const COMMANDS = [
   setServersCommand,
   eventCommand,
   eventsCommand,
+  scenarioCommand,
 ] as const;
 
 /** The command names, as typed (`create-servers`, `faults`). */
