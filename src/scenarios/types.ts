@@ -16,30 +16,12 @@ export interface ScenarioProblem extends SourcePos {
   message: string;
 }
 
-/** The event types of the daemon's POST /events (docs/scenarios.md lists what each does). */
-export const EVENT_TYPES = [
-  'offline',
-  'partition',
-  'reboot',
-  'flap',
-  'slow-heartbeat',
-  'vm-crash',
-  'vm-reboot',
-  'zpool-fill',
-  'memory-pressure',
-  'task-fault',
-  'outbound-fault',
-] as const;
-
-export type EventType = (typeof EVENT_TYPES)[number];
+// The event types and target selectors are the events engine's own (POST /events).
+import type { EventType, TargetSpec } from '../events/types.js';
+export { EVENT_TYPES, type EventType } from '../events/types.js';
 
 /** Which servers an event is applied to: exactly one selector (the contract's `target`). */
-export type Target =
-  | { servers: string[] }
-  | { percent: number }
-  | { profile: string }
-  | { all: true }
-  | { count: number };
+export type Target = TargetSpec;
 
 /** An event as POST /events takes it (durations already in milliseconds). */
 export interface EventSpec {
