@@ -45,13 +45,28 @@ export function closeTaskAgent(): void {
   burstAgent.destroy();
 }
 
-export function postTask(
+/**
+ * A kept-alive connection the daemon closes as idle (after 5 s, like any Node server) can race
+ * a request sent on it; the reset comes before the daemon read a byte, so the task never ran and
+ * is sent again once, on a new connection (Node's documented `reusedSocket` pattern, as the
+ * daemon's own client does). Any other failure is the task's.
+ */
+export async function postTask(
   target: TaskTarget,
   task: string,
   params: Record<string, unknown>,
   via: http.Agent = agent,
 ): Promise<TaskOutcome> {
   const payload = Buffer.from(JSON.stringify({ task, params }));
+  try {
+    return await postOnce(target, task, payload, via);
+  } catch (err) {
+    if (!(err as { staleSocket?: boolean }).staleSocket) throw err;
+    return postOnce(target, task, payload, false);
+  }
+}
+
+function postOnce(target: TaskTarget, task: string, payload: Buffer, via: http.Agent | false): Promise<TaskOutcome> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -87,7 +102,10 @@ export function postTask(
       },
     );
     req.setTimeout(TASK_TIMEOUT_MS, () => req.destroy(new Error(`task ${task} timed out after ${TASK_TIMEOUT_MS} ms`)));
-    req.on('error', reject);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE';
+      reject(reset && req.reusedSocket ? Object.assign(err, { staleSocket: true }) : err);
+    });
     req.end(payload);
   });
 }
