@@ -119,7 +119,10 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
   const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });
-  const reclaimer = new HeapReclaimer({ log: daemon.log.child({ component: 'heap' }) });
+  const reclaimer = new HeapReclaimer({
+    log: daemon.log.child({ component: 'heap' }),
+    beforePause: async (expectedMs) => ({ heartbeatsSentAhead: await daemon.sendHeartbeatsAhead(expectedMs) }),
+  });
 
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {

@@ -92,6 +92,7 @@ export class JsonHttpClient {
    * heartbeat behind them waited 12 s).
    */
   private readonly background: Gate;
+  private foreground = 0;
   /** See OutboundInterceptor; undefined (no check at all) unless a fault event needs it. */
   interceptor: OutboundInterceptor | undefined;
 
@@ -124,8 +125,15 @@ export class JsonHttpClient {
     return this.dispatch<T>(req);
   }
 
+  /** Foreground requests (heartbeats, status, tasks' calls) sent and not yet answered. */
+  get foregroundInFlight(): number {
+    return this.foreground;
+  }
+
   private dispatch<T>(req: HttpRequest): Promise<HttpResponse<T>> {
-    return req.background ? this.background.run(() => this.send<T>(req)) : this.send<T>(req);
+    if (req.background) return this.background.run(() => this.send<T>(req));
+    this.foreground++;
+    return this.send<T>(req).finally(() => this.foreground--);
   }
 
   private send<T>(req: HttpRequest): Promise<HttpResponse<T>> {

@@ -32,6 +32,9 @@ const SYSINFO = 1;
 const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
+
+/** The scheduler's kind of the heartbeat jobs (`Scheduler.runAhead`). */
+export const HEARTBEAT_JOB = 'cnapi-heartbeat';
 const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -293,7 +296,7 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HEARTBEAT_JOB);
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -313,7 +316,7 @@ export class CnapiReporter implements MockCnHooks {
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HEARTBEAT_JOB);
     }
     this.done(link);
   }
