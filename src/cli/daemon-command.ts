@@ -187,6 +187,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
       ? `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
       : `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
     `  cmon-agent:   ${cmonLine(daemon.cmonAddresses)}`,
+    `  metrics:      ${c.url}/metrics${daemon.metricsAddress ? ` and ${daemon.metricsAddress.url} (--metrics-address)` : ''}`,
     `  CNAPI:        ${urls.cnapi ? urls.cnapi + where : 'none (standalone)'}`,
     `  VMAPI:        ${urls.vmapi ? urls.vmapi + where : 'none'}`,
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
