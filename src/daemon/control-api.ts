@@ -80,7 +80,7 @@ export interface ControlHandlers {
 type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promise<ControlResponse>>>;
 
 /** Every method restify routes: each path answers all of them, so the 405 is ours. */
-const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
+export const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
 
 export class ControlApi {
   private server: RestifyServer | undefined;

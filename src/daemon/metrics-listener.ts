@@ -15,10 +15,8 @@ import type { AddressInfo } from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { closeServer, createServer, listen, route, sendError, type RestifyServer } from '../headnode/http.js';
-import { answerUnrouted, canonicalUrl, methodNotAllowed, sendText, type ControlResponse } from './control-api.js';
+import { answerUnrouted, canonicalUrl, METHODS, methodNotAllowed, sendText, type ControlResponse } from './control-api.js';
 import type { ListenAddress } from './config.js';
-
-const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
 
 export class MetricsListener {
   private server: RestifyServer | undefined;
