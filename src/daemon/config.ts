@@ -62,13 +62,13 @@ export interface DaemonConfig {
   portRange?: [number, number];
   /** The control API's port on 127.0.0.1; 0 = ephemeral (daemon.json says which). */
   controlPort: number;
+  /** Where `GET /metrics` is served besides the control API (--metrics-address); absent: nowhere else. */
+  metricsAddress?: ListenAddress;
   /**
    * cmon-agent's port (9163 like a real CN); 0 = ephemeral (daemon.json says which). Optional
    * so hand-built configs (tests) keep compiling: absent means the default.
    */
   cmonPort?: number;
-  /** Where `GET /metrics` is served besides the control API (--metrics-address); absent: nowhere else. */
-  metricsAddress?: ListenAddress;
   /** Shared bind IP or one loopback address per CN; absent means 'shared'. */
   agentIps?: AgentIpMode;
   /**

@@ -279,6 +279,7 @@ export class Daemon {
 
       this.eventsEngine = this.createEventsEngine(fleet);
       await this.eventsEngine.start();
+      await this.startMetricsListener();
 
       this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
       await this.control.start().catch((err: unknown) => {
@@ -289,15 +290,6 @@ export class Daemon {
           { cause: err },
         );
       });
-      if (config.metricsAddress) {
-        this.metricsListener = new MetricsListener(config.metricsAddress, () => this.scrapeMetrics(), log.child({ component: 'metrics' }));
-        await this.metricsListener.start().catch((err: unknown) => {
-          const { ip, port } = config.metricsAddress!;
-          throw new MockcloudError('InvalidArgument', `metrics cannot be served on ${ip}:${port}: ${describeSystemError(err)}; ` +
-            `choose another address with ${settingHint('metricsAddress')}`, { cause: err });
-        });
-        log.info({ metrics: this.metricsListener.address.url }, 'serving metrics');
-      }
       await this.daemonJson.flush();
 
       const loaded = await fleet.loadAll();
@@ -329,8 +321,8 @@ export class Daemon {
     };
     this.loopDelay?.disable();
     await step('control API', () => this.control?.stop());
-    await step('metrics listener', () => this.metricsListener?.stop());
     await step('events', () => this.eventsEngine?.stop());
+    await step('metrics listener', () => this.metricsListener?.stop());
     await step('CNAPI reporter', () => this.reporterInstance?.stop());
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
     await step('cn-agent', () => this.cnAgent?.stop());
@@ -381,6 +373,21 @@ export class Daemon {
     this.metrics = metrics;
     this.http.observer = metrics.requestEnded;
     return metrics;
+  }
+
+  /** --metrics-address: the same /metrics on a listener of its own, for a scraper elsewhere. */
+  private async startMetricsListener(): Promise<void> {
+    const where = this.config.metricsAddress;
+    if (!where) return;
+    this.metricsListener = new MetricsListener(where, () => this.scrapeMetrics(), this.log.child({ component: 'metrics' }));
+    await this.metricsListener.start().catch((err: unknown) => {
+      throw new MockcloudError(
+        'InvalidArgument',
+        `metrics cannot be served on ${where.ip}:${where.port}: ${describeSystemError(err)}; choose another address with ${settingHint('metricsAddress')}`,
+        { cause: err },
+      );
+    });
+    this.log.info({ metrics: this.metricsListener.address.url }, 'serving metrics');
   }
 
   private async scrapeMetrics(): Promise<{ contentType: string; body: string }> {

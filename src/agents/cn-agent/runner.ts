@@ -181,8 +181,8 @@ export class TaskRunner {
       settle = (o, end) => {
         if (replied) return;
         replied = true;
-        this.onTaskEnd?.(task.name, end, performance.now() - t0);
         resolve(o);
+        this.onTaskEnd?.(task.name, end, performance.now() - t0);
       };
     });
 

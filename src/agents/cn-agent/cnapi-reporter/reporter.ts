@@ -72,12 +72,12 @@ class CnLink {
   sysinfoGen = 0;
   sentGen = -1;
   attempt = 0;
+  /** When the next heartbeat is due without any lateness (scheduler clock); 0: the first. */
+  heartbeatDueAt = 0;
   /** Bit set of kinds whose last request failed (log on change only: no log storms). */
   failing = 0;
   statusDirty = false;
   lastStatusAt = 0;
-  /** When the next heartbeat is due without any lateness (scheduler clock); 0: the first. */
-  heartbeatDueAt = 0;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -268,6 +268,7 @@ export class CnapiReporter implements MockCnHooks {
         void this.sendStatus(link);
         return;
       case HEARTBEAT:
+        if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
         void this.sendHeartbeat(link);
         return;
     }
@@ -319,7 +320,6 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private async sendHeartbeat(link: CnLink): Promise<void> {
-    if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
     await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {});
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
