@@ -130,7 +130,7 @@ describe('GET /metrics', () => {
     dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-metrics-'));
     await fsp.writeFile(
       path.join(dataDir, 'config.json'),
-      JSON.stringify({ timings: { heartbeatIntervalMs: 100, startSpreadMs: 50, statusThrottleMs: 200 } }),
+      JSON.stringify({ timings: { heartbeatIntervalMs: 100, startSpreadMs: 50, statusThrottleMs: 200, requestTimeoutMs: 1000 } }),
     );
     const config = await resolveConfig({
       flags: { dataDir, cmonPort: 0, metricsAddress: '127.0.0.1:0', datacenterName: 'metrics-dc' },
@@ -179,7 +179,6 @@ describe('GET /metrics', () => {
       10_000,
       'heartbeats, their lateness and outbound requests counted',
     );
-    expect(total(later, 'mockcloud_reports_failed', { api: 'cnapi', kind: 'heartbeat' })).toBe(0);
     expect(total(later, 'mockcloud_outbound_requests_completed', { api: 'cnapi', status_code: '204' })).toBeGreaterThan(0);
     expect(
       total(later, 'mockcloud_outbound_request_duration_seconds', { api: 'cnapi', method: 'POST' }, 'mockcloud_outbound_request_duration_seconds_count'),
@@ -239,15 +238,40 @@ describe('GET /metrics', () => {
     expect(total(after, 'mockcloud_events_ended', { type: 'offline', reason: 'deleted' })).toBe(1);
     expect(total(after, 'mockcloud_events_active')).toBe(0);
 
-    // Cut off the network, the CN runs on: partitioned. A reboot: down for its boot time.
+    // Cut off the network, the CN runs on: partitioned; its heartbeats fail as timeouts.
+    const failedBeats = (f: Map<string, Family>): number => total(f, 'mockcloud_reports_failed', { api: 'cnapi', kind: 'heartbeat' });
+    const timeouts = (f: Map<string, Family>): number => total(f, 'mockcloud_outbound_requests_completed', { api: 'cnapi', status_code: 'timeout' });
+    const before = await scrape();
     const cut = await startEvent({ type: 'partition', target: { servers: [cns[0]] } });
     expect(total(await scrape(), 'mockcloud_servers', { state: 'partitioned' })).toBe(1);
+    let cutOff = before;
+    await waitFor(
+      async () => {
+        cutOff = await scrape();
+        return failedBeats(cutOff) > failedBeats(before) && timeouts(cutOff) > timeouts(before);
+      },
+      8000,
+      'a partitioned CN\'s heartbeat failing as a timeout',
+    );
+    expect(total(cutOff, 'mockcloud_servers_failing', { kind: 'heartbeat' })).toBeGreaterThanOrEqual(1);
+    expect(total(cutOff, 'mockcloud_errors', { kind: 'cnapi.heartbeat' })).toBeGreaterThanOrEqual(1);
     expect((await fetch(`${daemon.controlAddress.url}/events/${cut}`, { method: 'DELETE' })).status).toBe(200);
+
+    // Late heartbeats (slow-heartbeat: 300 ms after their interval) land in the upper buckets.
+    const lateBucket = (f: Map<string, Family>): number =>
+      total(f, 'mockcloud_heartbeat_lateness_seconds', {}, 'mockcloud_heartbeat_lateness_seconds_count') -
+      total(f, 'mockcloud_heartbeat_lateness_seconds', { le: '0.25' }, 'mockcloud_heartbeat_lateness_seconds_bucket');
+    const slow = await startEvent({ type: 'slow-heartbeat', target: { servers: [cns[0]] }, params: { lateMs: 300 } });
+    const onTime = lateBucket(await scrape());
+    await waitFor(async () => lateBucket(await scrape()) >= onTime + 2, 8000, 'late heartbeats counted as late');
+    expect((await fetch(`${daemon.controlAddress.url}/events/${slow}`, { method: 'DELETE' })).status).toBe(200);
+
+    // A reboot: down for its boot time.
     await startEvent({ type: 'reboot', target: { servers: [cns[1]] }, params: { bootMs: 60_000 } });
     let rebooting = await scrape();
     await waitFor(async () => total((rebooting = await scrape()), 'mockcloud_servers', { state: 'rebooting' }) === 1, 5000, 'a CN rebooting');
     expect(total(rebooting, 'mockcloud_servers', { state: 'partitioned' })).toBe(0);
-    expect(total(rebooting, 'mockcloud_events_started', { source: 'api' })).toBe(2);
+    expect(total(rebooting, 'mockcloud_events_started', { source: 'api' })).toBe(3);
   });
 
   it('answers a bad Host, an unknown path and another method as the control API does', async () => {
