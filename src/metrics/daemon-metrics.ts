@@ -29,6 +29,14 @@ export type ServerState = (typeof SERVER_STATES)[number];
 
 const APIS = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
 
+/** What one scrape reads of the fleet and the plug-ins: walked once, whichever metric asks first. */
+interface FleetSnapshot {
+  byProfile: Map<string, Record<ServerState, number>>;
+  registered: number;
+  vms: Map<string, number>;
+  pluginStats: Map<string, Record<string, number>>;
+}
+
 export interface DaemonMetricsOptions {
   sources: MetricSources;
   /** The Triton APIs, to name the API of each outbound request by its URL. */
@@ -46,9 +54,13 @@ export class DaemonMetrics {
   private readonly taskDuration: Histogram;
   private readonly outboundCompleted: Counter;
   private readonly outboundDuration: Histogram;
+  private readonly sources: MetricSources;
+  private snapshot: FleetSnapshot | undefined;
 
   constructor(opts: DaemonMetricsOptions) {
     const src = opts.sources;
+    this.sources = src;
+    const snap = (): FleetSnapshot => (this.snapshot ??= this.readFleet());
     const registers = [this.registry];
     if (opts.labels) this.registry.setDefaultLabels(opts.labels);
     this.urls = [];
@@ -65,13 +77,7 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.reset();
-        const counts = new Map<string, Record<ServerState, number>>();
-        for (const cn of src.servers()) {
-          let byState = counts.get(cn.profile);
-          if (!byState) counts.set(cn.profile, (byState = { running: 0, offline: 0, partitioned: 0, rebooting: 0 }));
-          byState[serverState(cn.power, src.faultState(cn.uuid))]++;
-        }
-        for (const [profile, byState] of counts) {
+        for (const [profile, byState] of snap().byProfile) {
           for (const state of SERVER_STATES) this.set({ state, profile }, byState[state]);
         }
       },
@@ -81,9 +87,7 @@ export class DaemonMetrics {
       help: 'Mock CNs whose sysinfo registration CNAPI has accepted (they heartbeat and take tasks).',
       registers,
       collect() {
-        let n = 0;
-        for (const cn of src.servers()) if (cn.registered) n++;
-        this.set(n);
+        this.set(snap().registered);
       },
     });
     new Gauge({
@@ -93,14 +97,7 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.reset();
-        const counts = new Map<string, number>([
-          ['running', 0],
-          ['stopped', 0],
-        ]);
-        for (const cn of src.servers()) {
-          for (const vm of cn.vms.list()) counts.set(vm.state, (counts.get(vm.state) ?? 0) + 1);
-        }
-        for (const [state, n] of counts) this.set({ state }, n);
+        for (const [state, n] of snap().vms) this.set({ state }, n);
       },
     });
 
@@ -114,7 +111,7 @@ export class DaemonMetrics {
             this.inc({ api: 'cnapi', kind }, sent ? c.ok + c.failed : c.failed);
           }
         }
-        const vm = src.plugins().find((p) => p.name === 'vm-agent')?.stats?.();
+        const vm = snap().pluginStats.get('vm-agent');
         if (vm) {
           const n = (k: string): number => vm[k] ?? 0;
           this.inc({ api: 'vmapi', kind: 'sync' }, sent ? n('syncs') + n('syncFailures') : n('syncFailures'));
@@ -161,10 +158,9 @@ export class DaemonMetrics {
         this.reset();
         const reporter = src.reporter();
         if (reporter) this.set({ agent: 'cnapi-reporter' }, reporter.failingCns.sysinfo);
-        for (const p of src.plugins()) {
-          const s = p.stats?.();
-          const n = p.name === 'sapi-instances' ? s?.pendingCns : s?.retrying;
-          if (n !== undefined) this.set({ agent: p.name }, n);
+        for (const [name, s] of snap().pluginStats) {
+          const n = name === 'sapi-instances' ? s.pendingCns : s.retrying;
+          if (n !== undefined) this.set({ agent: name }, n);
         }
       },
     });
@@ -348,15 +344,41 @@ export class DaemonMetrics {
 
   /** The Prometheus text of every metric now. */
   async scrape(): Promise<string> {
+    this.snapshot = undefined;
     try {
       return await this.registry.metrics();
     } finally {
+      this.snapshot = undefined;
       this.process.scraped();
     }
   }
 
   stop(): void {
     this.process.stop();
+  }
+
+  /** One walk over the fleet (and each CN's VM index) and one stats() per plug-in. */
+  private readFleet(): FleetSnapshot {
+    const src = this.sources;
+    const byProfile = new Map<string, Record<ServerState, number>>();
+    const vms = new Map<string, number>([
+      ['running', 0],
+      ['stopped', 0],
+    ]);
+    let registered = 0;
+    for (const cn of src.servers()) {
+      let byState = byProfile.get(cn.profile);
+      if (!byState) byProfile.set(cn.profile, (byState = { running: 0, offline: 0, partitioned: 0, rebooting: 0 }));
+      byState[serverState(cn.power, src.faultState(cn.uuid))]++;
+      if (cn.registered) registered++;
+      for (const vm of cn.vms.list()) vms.set(vm.state, (vms.get(vm.state) ?? 0) + 1);
+    }
+    const pluginStats = new Map<string, Record<string, number>>();
+    for (const p of src.plugins()) {
+      const s = p.stats?.();
+      if (s) pluginStats.set(p.name, s);
+    }
+    return { byProfile, registered, vms, pluginStats };
   }
 
   private apiOf(url: string): string {
