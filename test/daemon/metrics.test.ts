@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promises as fsp } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createQuietLogger } from '../../src/common/log.js';
@@ -305,6 +306,27 @@ describe('GET /metrics', () => {
     const forbidden = await rawGet(where.port, '/metrics', 'evil.example.com');
     expect(forbidden.status).toBe(403);
     expect(JSON.parse(forbidden.body)).toMatchObject({ code: 'Forbidden' });
+  });
+});
+
+describe('--metrics-address', () => {
+  it('on an address that is taken or not this host\'s: the daemon does not start, and says which flag to change', async () => {
+    const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-metrics-addr-'));
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (taken.address() as net.AddressInfo).port;
+      for (const address of [`127.0.0.1:${port}`, '192.0.2.1:0']) {
+        const config = await resolveConfig({ flags: { dataDir, cmonPort: 0, metricsAddress: address }, env: {}, mdata: noMdata });
+        const d = new Daemon({ config, log, plugins: [] });
+        await expect(d.start()).rejects.toThrow(/metrics cannot be served on .*--metrics-address \(env MOCKCLOUD_METRICS_ADDRESS\)/);
+      }
+      // Nothing was written.
+      expect(await fsp.readdir(dataDir)).toEqual([]);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+      await fsp.rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
