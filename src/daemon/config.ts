@@ -33,6 +33,14 @@ export const DEFAULT_DATACENTER_NAME = 'mockcloud';
 export const DEFAULT_BIND_IP = '127.0.0.1';
 /** cmon-agent's port on a real CN; CMON never asks for another. */
 export const DEFAULT_CMON_PORT = 9163;
+/** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
+export const DEFAULT_METRICS_PORT = 8881;
+
+/** An address to listen on: an IP and a port (0: any free one). */
+export interface ListenAddress {
+  ip: string;
+  port: number;
+}
 
 /**
  * How the mock CNs get their `CN Agent IP`:
@@ -54,6 +62,8 @@ export interface DaemonConfig {
   portRange?: [number, number];
   /** The control API's port on 127.0.0.1; 0 = ephemeral (daemon.json says which). */
   controlPort: number;
+  /** Where `GET /metrics` is served besides the control API (--metrics-address); absent: nowhere else. */
+  metricsAddress?: ListenAddress;
   /**
    * cmon-agent's port (9163 like a real CN); 0 = ephemeral (daemon.json says which). Optional
    * so hand-built configs (tests) keep compiling: absent means the default.
@@ -129,6 +139,14 @@ export const SETTINGS = [
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
+  {
+    key: 'metricsAddress',
+    flag: 'metrics-address',
+    env: 'MOCKCLOUD_METRICS_ADDRESS',
+    help:
+      `also serve GET /metrics (Prometheus text; always on the control API) on IP[:PORT] for a scraper on another host ` +
+      `(port default ${DEFAULT_METRICS_PORT}, 0: any free one; mdata mockcloudMetricsAddress; default: not served elsewhere; docs/metrics.md)`,
+  },
   {
     key: 'cmonPort',
     flag: 'cmon-port',
@@ -363,6 +381,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   }
   const profilesDir = await lookup('profilesDir');
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
+  const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
+  if (metricsAddress !== undefined) config.metricsAddress = parseListenAddress('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
@@ -454,6 +474,16 @@ function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
     throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
   }
   return n;
+}
+
+/** "IP", "IP:PORT" or "[IPv6]:PORT"; a bare IP takes `defaultPort`. */
+export function parseListenAddress(key: SettingKey, text: string, defaultPort: number): ListenAddress {
+  const t = text.trim();
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(t) ?? (net.isIPv6(t) ? [t, t, undefined] : /^([^:]+)(?::([^:]*))?$/.exec(t));
+  const ip = m?.[1];
+  if (!ip || net.isIP(ip) === 0) throw invalid(key, `${JSON.stringify(text)} is not IP[:PORT]`);
+  const port = m[2] === undefined ? defaultPort : parsePort(key, m[2], true);
+  return { ip, port };
 }
 
 function parseCount(key: SettingKey, text: string, zeroOk: boolean): number {

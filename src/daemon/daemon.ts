@@ -43,6 +43,9 @@ import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
+import { CnAgentServer } from '../agents/cn-agent/index.js';
+import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
+import { MetricsListener } from './metrics-listener.js';
 
 const PACKAGE_VERSION = MOCKCLOUD_VERSION;
 
@@ -100,6 +103,9 @@ export class Daemon {
   private plugins: CnAgentPlugin[] = [];
   private control: ControlApi | undefined;
   private eventsEngine: EventsEngine | undefined;
+  /** GET /metrics (src/metrics), and its own listener with --metrics-address. */
+  private metrics: DaemonMetrics | undefined;
+  private metricsListener: MetricsListener | undefined;
   private daemonJson: DaemonJsonWriter | undefined;
   private rates: RateWindow | undefined;
   /** How late the event loop ran (the one thread every CN's heartbeats share), between two /status reads. */
@@ -191,6 +197,7 @@ export class Daemon {
       this.scheduler.start();
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
       this.loopDelay.enable();
+      const metrics = this.startMetrics();
 
       const fleetRef: { fleet?: Fleet } = {};
       const pluginCtx = (name: string): AgentPluginContext => ({
@@ -218,6 +225,7 @@ export class Daemon {
         http: this.http,
         scheduler: this.scheduler,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
+        onTaskEnd: metrics.taskEnded,
       };
       this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
@@ -230,6 +238,7 @@ export class Daemon {
         ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
         ...(config.timings ? { timings: config.timings } : {}),
         onError: (kind) => this.countError(`cnapi.${kind}`),
+        onHeartbeatLate: metrics.heartbeatLate,
       });
       this.reporterInstance = reporter;
       reporter.start();
@@ -293,6 +302,7 @@ export class Daemon {
 
       this.eventsEngine = this.createEventsEngine(fleet);
       await this.eventsEngine.start();
+      await this.startMetricsListener();
 
       this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
       await this.control.start().catch((err: unknown) => {
@@ -335,12 +345,15 @@ export class Daemon {
     this.loopDelay?.disable();
     await step('control API', () => this.control?.stop());
     await step('events', () => this.eventsEngine?.stop());
+    await step('metrics listener', () => this.metricsListener?.stop());
     await step('CNAPI reporter', () => this.reporterInstance?.stop());
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
     await step('cn-agent', () => this.cnAgent?.stop());
     await step('vmadm', () => this.vmadm?.close?.());
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
+    this.http.observer = undefined;
+    this.metrics?.stop();
     this.http.close();
     await step('interrupted removals', () => this.resuming);
     await step('daemon.json', () => this.daemonJson?.remove());
@@ -348,6 +361,61 @@ export class Daemon {
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
     this.state = 'stopped';
     this.log.info('mockcloud daemon stopped');
+  }
+
+  /** Where --metrics-address serves GET /metrics; undefined without one. */
+  get metricsAddress(): { ip: string; port: number; url: string } | undefined {
+    return this.metricsListener?.address;
+  }
+
+  /**
+   * The metrics read what the components count, at scrape time (src/metrics); the observers
+   * go to the shared HTTP client here, to cn-agent and the CNAPI reporter as they are built.
+   */
+  private startMetrics(): DaemonMetrics {
+    const metrics = new DaemonMetrics({
+      urls: this.config.urls,
+      labels: { datacenter: this.config.datacenterName, service: 'mockcloud', instance: this.daemonId ?? '' },
+      sources: {
+        servers: () => this.fleetInstance?.list() ?? [],
+        faultState: (uuid) => this.eventsEngine?.faultState(uuid),
+        reporter: () => this.reporterInstance,
+        tasks: () => {
+          const agent = this.cnAgent;
+          if (!agent) return undefined;
+          if (!(agent instanceof CnAgentServer)) return { inFlight: agent.tasksInFlight ?? 0 };
+          return { inFlight: agent.tasksInFlight, admission: agent.admission.stats(), rejected: agent.rejected };
+        },
+        events: () => this.eventsEngine?.counts(),
+        plugins: () => this.plugins,
+        scheduler: this.scheduler,
+        http: this.http,
+        errors: () => this.errors,
+      },
+    });
+    this.metrics = metrics;
+    this.http.observer = metrics.requestEnded;
+    return metrics;
+  }
+
+  /** --metrics-address: the same /metrics on a listener of its own, for a scraper elsewhere. */
+  private async startMetricsListener(): Promise<void> {
+    const where = this.config.metricsAddress;
+    if (!where) return;
+    this.metricsListener = new MetricsListener(where, () => this.scrapeMetrics(), this.log.child({ component: 'metrics' }));
+    await this.metricsListener.start().catch((err: unknown) => {
+      throw new MockcloudError(
+        'InvalidArgument',
+        `metrics cannot be served on ${where.ip}:${where.port}: ${describeSystemError(err)}; choose another address with ${settingHint('metricsAddress')}`,
+        { cause: err },
+      );
+    });
+    this.log.info({ metrics: this.metricsListener.address.url }, 'serving metrics');
+  }
+
+  private async scrapeMetrics(): Promise<{ contentType: string; body: string }> {
+    if (!this.metrics) throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
+    return { contentType: METRICS_CONTENT_TYPE, body: await this.metrics.scrape() };
   }
 
   /** The fault events engine (POST /events); known once started. */
@@ -571,6 +639,7 @@ export class Daemon {
       endEvent: (id) => this.events.endEvent(id),
       endAllEvents: () => this.events.endAll(),
       markEvents: (body) => this.events.mark(body),
+      metrics: () => this.scrapeMetrics(),
     };
   }
 

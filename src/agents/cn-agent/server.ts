@@ -30,7 +30,7 @@ import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { listen, PortAllocator, type PortRange } from './listeners.js';
-import { TaskRunner } from './runner.js';
+import { TaskRunner, type TaskRunnerOptions } from './runner.js';
 import { StreamListeners } from './stream-listeners.js';
 import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
@@ -61,6 +61,8 @@ export interface CnAgentServerOptions {
    * task's real value (30 s for exec and copy, 60 s for stats and build).
    */
   streamTimeoutMs?: number;
+  /** Told of every task's end (the daemon's metrics; see TaskRunnerOptions). */
+  onTaskEnd?: TaskRunnerOptions['onTaskEnd'];
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -119,6 +121,7 @@ export class CnAgentServer {
       env: { ...opts.env, streams: this.streams },
       ...(this.taskLog ? { taskLog: this.taskLog } : {}),
       ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
+      ...(opts.onTaskEnd ? { onTaskEnd: opts.onTaskEnd } : {}),
     });
     this.http = this.createRestifyServer();
     this.connections = new ConnectionGuard(opts.connectionLimits);

@@ -52,6 +52,12 @@ export interface CnapiReporterOptions {
   defaultAgentVersion?: string;
   /** Called once per failed request (for `mockcloud status` error counts). */
   onError?: (kind: MessageKind) => void;
+  /**
+   * Called as each heartbeat goes out after the first: how long after it was due (the
+   * previous one's end plus the interval) it went, in ms. A slow-heartbeat event's lateness,
+   * the scheduler's and a wait behind the CN's other messages all count (the daemon's metrics).
+   */
+  onHeartbeatLate?: (ms: number) => void;
 }
 
 export interface ReporterCounters {
@@ -69,6 +75,8 @@ class CnLink {
   sysinfoGen = 0;
   sentGen = -1;
   attempt = 0;
+  /** When the next heartbeat is due without any lateness (scheduler clock); 0: the first. */
+  heartbeatDueAt = 0;
   /** Bit set of kinds whose last request failed (log on change only: no log storms). */
   failing = 0;
   statusDirty = false;
@@ -101,6 +109,7 @@ export class CnapiReporter implements MockCnHooks {
   private readonly cnapiUrl: string | undefined;
   private readonly defaultVersion: string;
   private readonly onError: ((kind: MessageKind) => void) | undefined;
+  private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
   private running = false;
 
   constructor(opts: CnapiReporterOptions) {
@@ -111,6 +120,7 @@ export class CnapiReporter implements MockCnHooks {
     this.timings = resolveTimings(opts.timings);
     this.defaultVersion = opts.defaultAgentVersion ?? '2.15.0';
     this.onError = opts.onError;
+    this.onHeartbeatLate = opts.onHeartbeatLate;
   }
 
   get standalone(): boolean {
@@ -261,6 +271,7 @@ export class CnapiReporter implements MockCnHooks {
         void this.sendStatus(link);
         return;
       case HEARTBEAT:
+        if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
         void this.sendHeartbeat(link);
         return;
     }
@@ -316,6 +327,7 @@ export class CnapiReporter implements MockCnHooks {
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
+      link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
       link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HEARTBEAT_JOB);
     }
     this.done(link);
