@@ -5,14 +5,12 @@
  * control API does: a path no route has is a 404 and another method a 405, with the
  * Triton-style `{"code","message"}` body.
  *
- * Host names: an IP address (what a scrape target usually is), `localhost` or this host's
- * name; any other name is a 403, as the control API refuses non-loopback names: a web page
- * whose DNS name is made to point here (DNS rebinding) cannot read the fleet's figures.
+ * Any Host is answered: a scraper names its target as its service discovery does (an IP, a
+ * CNS or other DNS name), and what is served is read-only figures, as every Triton service's
+ * metrics port serves them (the control API, which changes the fleet, keeps to loopback names).
  */
 import net from 'node:net';
-import os from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { MockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { closeServer, createServer, listen, route, sendError, type RestifyServer } from '../headnode/http.js';
 import { answerUnrouted, canonicalUrl, METHODS, methodNotAllowed, sendText, type ControlResponse } from './control-api.js';
@@ -39,7 +37,6 @@ export class MetricsListener {
     const server = createServer({ name: 'mockcloud-metrics', log: this.log, parseBody: false });
     server.pre((req, res, next) => {
       try {
-        checkHost(req.headers.host);
         req.url = canonicalUrl(req.url ?? '/');
         next();
       } catch (err) {
@@ -64,13 +61,4 @@ export class MetricsListener {
     this.server = undefined;
     await closeServer(server);
   }
-}
-
-/** An IP address, localhost or this host's name (see above); no Host header is HTTP/1.0, let in. */
-function checkHost(host: string | undefined): void {
-  if (host === undefined) return;
-  const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '').toLowerCase();
-  if (net.isIP(name) !== 0 || name === 'localhost') return;
-  if (name === os.hostname().toLowerCase()) return;
-  throw new MockcloudError('Forbidden', `the metrics listener answers requests naming it by IP address, localhost or ${os.hostname()} (Host: ${host})`);
 }
