@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios → daemon → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios → daemon → ui → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -43,9 +43,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   headnode: ['common', 'vmadm', 'mockcn'],
   agents: ['common', 'vmadm', 'mockcn', 'runtime'],
   events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon', 'scenarios'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'ui'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'ui', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'ui', 'daemon', 'scenarios'],
 };
 
 describe('source layering', () => {
