@@ -81,6 +81,9 @@ describe('the live fleet page in headless chromium', () => {
     // First: a missing browser fails here, before a daemon is started for nothing.
     browser = await launchChromium();
     daemon = await startBuiltDaemon({ servers: N, config: { timings: { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200 } } });
+    const help = await runCli(['--help']);
+    expect(help.stdout).toMatch(/mockcloud ui\b/);
+    expect((await runCli(['daemon', '--help'])).stdout).toContain('--ui-address');
     const printed = await runCli(['ui', ...dd()]);
     expect(printed.code, printed.stderr).toBe(0);
     url = printed.stdout.trim();
