@@ -26,6 +26,7 @@ import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
+import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isUuid } from '../common/uuid.js';
 import type { Scheduler } from '../runtime/scheduler.js';
@@ -141,7 +142,7 @@ export class UiServer {
       }
       if (segs[0] === 'events' && segs.length === 1) {
         if (method === 'GET') return sendJson(res, 200, { active: this.opts.source.activeEvents() });
-        if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(await readJson(req)));
+        if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(await readJsonBody(req, MAX_BODY_BYTES)));
       }
       if (segs[0] === 'events' && segs.length === 2 && method === 'DELETE') {
         return sendJson(res, 200, await this.opts.source.endEvent(decodeURIComponent(segs[1]!)));
@@ -223,22 +224,6 @@ function checkSameOrigin(req: http.IncomingMessage, change: boolean): void {
   }
   if (change && !/^application\/json\b/i.test(req.headers['content-type'] ?? '') && req.method === 'POST') {
     throw new MockcloudError('UnsupportedMediaType', 'the body must be JSON (content-type: application/json)');
-  }
-}
-
-async function readJson(req: http.IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_BODY_BYTES) throw new MockcloudError('RequestEntityTooLarge', `request body is over ${MAX_BODY_BYTES} bytes`);
-  if (size === 0) return undefined;
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch (err) {
-    throw new MockcloudError('InvalidContent', `request body is not valid JSON: ${(err as Error).message}`);
   }
 }
 
