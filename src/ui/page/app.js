@@ -228,7 +228,7 @@ function renderCounters() {
   );
 }
 
-function chart(id, title, key, color, unit) {
+function chart(id, title, key, color, unit, dots = false) {
   const el = $(id);
   const opts = {
     title,
@@ -237,7 +237,8 @@ function chart(id, title, key, color, unit) {
     legend: { show: false },
     scales: { x: { time: true } },
     axes: [{ stroke: '#7b8494', grid: { stroke: '#2c323d' } }, { stroke: '#7b8494', grid: { stroke: '#2c323d' }, size: 50, label: unit }],
-    series: [{}, { stroke: color, width: 1.5, fill: `${color}22`, spanGaps: true, points: { show: false } }],
+    // Latency has no value in a second without tasks: dots, so a lone second still shows.
+    series: [{}, { stroke: color, width: 1.5, fill: `${color}22`, spanGaps: true, points: dots ? { show: true, size: 4, fill: color } : { show: false } }],
   };
   charts[key] = new uPlot(opts, [[], []], el);
 }
@@ -456,7 +457,7 @@ function publish() {
 
 chart('ch-hb', 'heartbeats/s', 'hb', '#2ecc71', '');
 chart('ch-tasks', 'tasks/s', 'tasks', '#3498db', '');
-chart('ch-lat', 'task latency (ms)', 'lat', '#f1c40f', '');
+chart('ch-lat', 'task latency (ms)', 'lat', '#f1c40f', '', true);
 chart('ch-rss', 'daemon RSS (MiB)', 'rss', '#9b59b6', '');
 relayout();
 render();
