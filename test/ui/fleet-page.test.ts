@@ -81,9 +81,7 @@ describe('the live fleet page in headless chromium', () => {
     // First: a missing browser fails here, before a daemon is started for nothing.
     browser = await launchChromium();
     daemon = await startBuiltDaemon({ servers: N, config: { timings: { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200 } } });
-    const help = await runCli(['--help']);
-    expect(help.stdout).toMatch(/mockcloud ui\b/);
-    expect((await runCli(['daemon', '--help'])).stdout).toContain('--ui-address');
+    expect((await runCli(['--help'])).stdout).toMatch(/mockcloud ui\b/);
     const printed = await runCli(['ui', ...dd()]);
     expect(printed.code, printed.stderr).toBe(0);
     url = printed.stdout.trim();
@@ -146,6 +144,12 @@ describe('the live fleet page in headless chromium', () => {
     expect(await row.locator('.vm-state').textContent()).toBe('running');
     expect(await page.locator('#panel h2').textContent()).toContain(vmCn.hostname);
     expect(await page.locator('#panel').textContent()).toContain('machine_create');
+
+    // The panel's Crash button: a vm-crash event through the page's listener; the VM stops.
+    await row.locator(`button[data-crash="${vm}"]`).click();
+    await until(async () => (await page.locator(`#vms tr[data-vm="${vm}"] .vm-state`).textContent()) !== 'running', 5_000, 'the crashed VM to stop', 100);
+    const log = (await fsp.readFile(path.join(daemon.dataDir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; vms?: string[] });
+    expect(log.some((r) => r.type === 'vm-crash' && r.vms?.includes(vm))).toBe(true);
 
     mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, 'fleet-page.png');
