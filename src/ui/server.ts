@@ -219,7 +219,9 @@ export class UiServer {
  */
 function checkSameOrigin(req: http.IncomingMessage, change: boolean): void {
   const origin = req.headers.origin;
-  if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`) {
+  const host = req.headers.host ?? '';
+  // https: the page behind a TLS-terminating proxy that keeps the Host.
+  if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) {
     throw new MockcloudError('Forbidden', `requests from ${origin} are refused: only the fleet page itself may ask`);
   }
   if (change && !/^application\/json\b/i.test(req.headers['content-type'] ?? '') && req.method === 'POST') {

@@ -338,8 +338,10 @@ function renderPanel(d) {
   if (d.events.active.length === 0 && d.events.recent.length === 0) html.push('<p class="hint">none</p>');
   else {
     html.push('<table><tr><th>when</th><th>event</th><th></th></tr>');
-    for (const e of d.events.active) html.push(`<tr><td>${esc(new Date(e.startedAt).toLocaleTimeString())}</td><td>${esc(e.type)}</td><td>active${e.endsAt ? ` until ${esc(new Date(e.endsAt).toLocaleTimeString())}` : ''}</td></tr>`);
-    for (const e of d.events.recent) html.push(`<tr><td>${esc(new Date(e.time).toLocaleTimeString())}</td><td>${esc(e.type ?? e.label)}</td><td>${esc(e.phase)}${e.reason ? ` (${esc(e.reason)})` : ''}</td></tr>`);
+    // Which scenario (and step) applied it, when one did.
+    const from = (e) => (e.source?.scenario ? ` <span class="hint">${esc(e.source.scenario)}${e.source.step !== undefined ? ` step ${esc(e.source.step)}` : ''}</span>` : '');
+    for (const e of d.events.active) html.push(`<tr><td>${esc(new Date(e.startedAt).toLocaleTimeString())}</td><td>${esc(e.type)}${from(e)}</td><td>active${e.endsAt ? ` until ${esc(new Date(e.endsAt).toLocaleTimeString())}` : ''}</td></tr>`);
+    for (const e of d.events.recent) html.push(`<tr><td>${esc(new Date(e.time).toLocaleTimeString())}</td><td>${esc(e.type ?? e.label)}${from(e)}</td><td>${esc(e.phase)}${e.reason ? ` (${esc(e.reason)})` : ''}</td></tr>`);
     html.push('</table>');
   }
   html.push(`<h3>sysinfo</h3><details><summary>${Object.keys(d.sysinfo).length} keys</summary><pre>${esc(JSON.stringify(d.sysinfo, null, 2))}</pre></details>`);
