@@ -58,6 +58,7 @@ interface FleetView {
   connected: boolean;
   updates: number;
   cells: number;
+  matching: number;
   states: Record<string, number>;
   colors: Record<string, string>;
   cell(uuid: string): { state: string; rect: { x: number; y: number; size: number } } | null;
@@ -134,6 +135,17 @@ describe('the live fleet page in headless chromium', () => {
     await until(async () => JSON.stringify(await cellPixel(page, target.uuid)) === JSON.stringify(hex(colors.offline!)), 5_000, 'the offline CN\'s cell to turn red', 100);
     // Its neighbours keep their colour.
     expect(await cellPixel(page, servers[1]!.uuid)).toEqual(hex(colors.running!));
+
+    // Search by hostname, then filter by state: the toolbar and __fleet say what matches.
+    const matching = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).__fleet!.matching);
+    await page.fill('#search', target.hostname.toLowerCase());
+    expect(await matching()).toBe(1);
+    expect(await page.locator('#matches').textContent()).toBe(`1 of ${N} match`);
+    await page.fill('#search', '');
+    await page.selectOption('#f-state', 'offline');
+    expect(await matching()).toBe(1);
+    await page.selectOption('#f-state', '');
+    expect(await matching()).toBe(N);
 
     // Click the CN holding the VM: its VMs, with the VM's state.
     const rect = await page.evaluate((u) => (globalThis as unknown as PageGlobals).__fleet!.cell(u)!.rect, vmCn.uuid);

@@ -434,17 +434,19 @@ function render() {
   $('matches').textContent = filter.text || filter.profile || filter.state ? `${matching} of ${order.length} match` : '';
   renderCounters();
   renderCharts();
-  publish();
+  publish(matching);
 }
 
 /** A read-only view for tests and the console: `window.__fleet`. */
-function publish() {
+function publish(matching) {
   const byState = {};
   for (const c of order) byState[c.state] = (byState[c.state] ?? 0) + 1;
   const view = {
     connected,
     updates,
     cells: order.length,
+    /** Cells the search and filters match (all of them with none set). */
+    matching,
     states: byState,
     colors: { ...COLORS },
     selected: selected ?? null,
