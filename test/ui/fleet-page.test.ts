@@ -81,7 +81,7 @@ describe('the live fleet page in headless chromium', () => {
   beforeAll(async () => {
     // First: a missing browser fails here, before a daemon is started for nothing.
     browser = await launchChromium();
-    daemon = await startBuiltDaemon({ servers: N, config: { timings: { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200 } } });
+    daemon = await startBuiltDaemon({ servers: N, config: { timings: { heartbeatIntervalMs: 1000, statusThrottleMs: 200, startSpreadMs: 200 } } });
     expect((await runCli(['--help'])).stdout).toMatch(/mockcloud ui\b/);
     const printed = await runCli(['ui', ...dd()]);
     expect(printed.code, printed.stderr).toBe(0);
@@ -116,7 +116,7 @@ describe('the live fleet page in headless chromium', () => {
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(e.message));
     await page.goto(url);
-    // N cells, every one running (heartbeats every 500 ms here).
+    // N cells, every one running (heartbeats every second here: late after 3 s).
     await page.waitForFunction(
       (n) => {
         const f = (globalThis as unknown as PageGlobals).__fleet;
@@ -128,13 +128,14 @@ describe('the live fleet page in headless chromium', () => {
     expect(await page.locator('#grid').getAttribute('data-cells')).toBe(String(N));
     const colors = await page.evaluate(() => (globalThis as unknown as PageGlobals).__fleet!.colors);
     const target = servers[0]!;
-    expect(await cellPixel(page, target.uuid)).toEqual(hex(colors.running!));
+    const running = JSON.stringify(hex(colors.running!));
+    await until(async () => JSON.stringify(await cellPixel(page, target.uuid)) === running, 5_000, 'the running colour on the canvas', 100);
 
     const ev = await runCli(['event', 'offline', '--servers', target.uuid, '--duration', '1m', ...dd()]);
     expect(ev.code, ev.stderr).toBe(0);
     await until(async () => JSON.stringify(await cellPixel(page, target.uuid)) === JSON.stringify(hex(colors.offline!)), 5_000, 'the offline CN\'s cell to turn red', 100);
-    // Its neighbours keep their colour.
-    expect(await cellPixel(page, servers[1]!.uuid)).toEqual(hex(colors.running!));
+    // Its neighbour is not taken with it (running, or late on a busy machine: not red).
+    expect(await cellPixel(page, servers[1]!.uuid)).not.toEqual(hex(colors.offline!));
 
     // Search by hostname, then filter by state: the toolbar and __fleet say what matches.
     const matching = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).__fleet!.matching);
