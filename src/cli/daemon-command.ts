@@ -186,6 +186,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `mockcloud daemon running (pid ${process.pid})`,
     `  data dir:     ${shown(config.dataDir)}`,
     `  control API:  ${c.url}`,
+    `  fleet page:   ${daemon.uiAddress?.url ?? 'none (--ui-address none)'}`,
     config.agentIps === 'loopback'
       ? `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
       : `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,

@@ -25,6 +25,7 @@ import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.
 import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
+import { parseUiAddress, type UiAddress } from '../ui/address.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -69,6 +70,11 @@ export interface DaemonConfig {
    * so hand-built configs (tests) keep compiling: absent means the default.
    */
   cmonPort?: number;
+  /**
+   * Where the fleet web page listens (--ui-address, src/ui); null: no page. Absent means the
+   * default, 127.0.0.1 with any free port (daemon.json's `ui` says which).
+   */
+  uiAddress?: UiAddress | null;
   /** Shared bind IP or one loopback address per CN; absent means 'shared'. */
   agentIps?: AgentIpMode;
   /**
@@ -152,6 +158,14 @@ export const SETTINGS = [
     flag: 'cmon-port',
     env: 'MOCKCLOUD_CMON_PORT',
     help: 'cmon-agent port (default 9163 like a real CN; with the embedded dev headnode a free one when 9163 is taken; 0: ephemeral)',
+  },
+  {
+    key: 'uiAddress',
+    flag: 'ui-address',
+    env: 'MOCKCLOUD_UI_ADDRESS',
+    help:
+      "where the live fleet web page listens (mockcloud ui prints its URL): IP[:PORT], or none (default 127.0.0.1, any free port); " +
+      'on an address other hosts reach, they see the fleet and can start and end events (docs/ui.md)',
   },
   {
     key: 'headnodePorts',
@@ -364,6 +378,13 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     sources,
   };
   if (portRangeText !== undefined) config.portRange = parsePortRange(portRangeText);
+  const uiAddressText = await lookup('uiAddress');
+  if (uiAddressText === undefined) sources.uiAddress = 'default';
+  else {
+    const ui = parseUiAddress(uiAddressText);
+    if (typeof ui === 'string') throw invalid('uiAddress', `fleet page address ${ui}`);
+    config.uiAddress = ui;
+  }
   if (headnodePortsText !== undefined) config.headnodePorts = parseHeadnodePorts(headnodePortsText);
   config.allowExecute = allowExecuteText === undefined ? ((sources.allowExecute = 'default'), false) : parseBoolean('allowExecute', allowExecuteText);
   config.bootSeconds =

@@ -33,9 +33,9 @@
  * empty segments dropped (`/servers/` is `/servers`); a 404 or 405 names the method and the
  * path; a bad server UUID is a 409 whatever the method.
  */
-import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MockcloudError } from '../common/errors.js';
+import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isUuid } from '../common/uuid.js';
 import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
@@ -213,7 +213,7 @@ export function sendText(res: Res, status: number, text: { contentType: string; 
 async function admit(req: Req): Promise<void> {
   checkHost(req.headers.host);
   req.url = canonicalUrl(req.url ?? '/');
-  (req as { body?: unknown }).body = await readJsonBody(req);
+  (req as { body?: unknown }).body = await readJsonBody(req, MAX_BODY_BYTES);
 }
 
 export function notFound(req: Req): MockcloudError {
@@ -259,24 +259,4 @@ function checkHost(host: string | undefined): void {
   const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
   if (name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name)) return;
   throw new MockcloudError('Forbidden', `the control API only answers loopback requests (Host: ${host})`);
-}
-
-async function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // Drain the whole body even when too large, so the error reply reaches the client.
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_BODY_BYTES) {
-    throw new MockcloudError('RequestEntityTooLarge', `request body is over ${MAX_BODY_BYTES} bytes`);
-  }
-  if (size === 0) return undefined;
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new MockcloudError('InvalidContent', `request body is not valid JSON: ${(err as Error).message}`);
-  }
 }

@@ -34,6 +34,8 @@ import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
+import { startFleetPage } from './fleet-page.js';
+import type { UiServer } from '../ui/server.js';
 import { EventsEngine } from '../events/index.js';
 import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import { preflight } from './preflight.js';
@@ -102,6 +104,8 @@ export class Daemon {
   private factory: ServerFactory | undefined;
   private plugins: CnAgentPlugin[] = [];
   private control: ControlApi | undefined;
+  /** The live fleet web page's listener (src/ui); none with --ui-address none. */
+  private ui: UiServer | undefined;
   private eventsEngine: EventsEngine | undefined;
   /** GET /metrics (src/metrics), and its own listener with --metrics-address. */
   private metrics: DaemonMetrics | undefined;
@@ -150,6 +154,11 @@ export class Daemon {
   get reporter(): CnapiReporter {
     if (!this.reporterInstance) throw new Error('daemon not started');
     return this.reporterInstance;
+  }
+
+  /** Where the fleet web page listens; undefined with --ui-address none. */
+  get uiAddress(): { ip: string; port: number; url: string } | undefined {
+    return this.ui?.address;
   }
 
   get controlAddress(): { ip: string; port: number; url: string } {
@@ -313,6 +322,11 @@ export class Daemon {
           { cause: err },
         );
       });
+      const handlers = this.controlHandlers();
+      this.ui = await startFleetPage({
+        config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
+        cnAgent: this.cnAgent, events: this.eventsEngine, errors: this.errors, control: handlers,
+      });
       await this.daemonJson.flush();
 
       const loaded = await fleet.loadAll();
@@ -344,6 +358,7 @@ export class Daemon {
     };
     this.loopDelay?.disable();
     await step('control API', () => this.control?.stop());
+    await step('fleet page', () => this.ui?.stop());
     await step('events', () => this.eventsEngine?.stop());
     await step('metrics listener', () => this.metricsListener?.stop());
     await step('CNAPI reporter', () => this.reporterInstance?.stop());
@@ -572,6 +587,7 @@ export class Daemon {
       state: this.state === 'running' ? 'running' : 'starting',
       dataDir: this.config.dataDir,
       control: this.controlAddress,
+      ...(this.ui ? { ui: this.ui.address } : {}),
       urls: { ...this.config.urls },
       bindIp: this.config.bindIp,
       agentIps: this.config.agentIps ?? 'shared',
@@ -728,6 +744,8 @@ export class Daemon {
       uptimeSeconds: this.startedAt ? Math.round((Date.now() - this.startedAt.getTime()) / 1000) : 0,
       dataDir: this.config.dataDir,
       urls: this.config.urls,
+      /** The live fleet web page (`mockcloud ui`); null with --ui-address none. */
+      ui: this.ui?.address.url ?? null,
       servers: fleet?.size ?? 0,
       /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
       deletingServers: this.factory?.deletingServers ?? [],

@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios → daemon → metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -44,9 +44,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   agents: ['common', 'vmadm', 'mockcn', 'runtime'],
   events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
   metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'events'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'daemon', 'scenarios'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios'],
 };
 
 describe('source layering', () => {

@@ -28,6 +28,7 @@ import type { Logger } from '../../common/log.js';
 import type { AgentAddress, CnPower, MockCn } from '../../mockcn/types.js';
 import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
+import type { HistoryEntry } from './history.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { listen, PortAllocator, type PortRange } from './listeners.js';
 import { TaskRunner, type TaskRunnerOptions } from './runner.js';
@@ -176,6 +177,16 @@ export class CnAgentServer {
       admission: this.admission.stats(),
       faults: this.runner.faults.size,
     };
+  }
+
+  /** A CN's recent tasks, oldest first (what its `GET /history` serves); undefined if not attached. */
+  history(uuid: string): readonly HistoryEntry[] | undefined {
+    return this.slots.get(uuid)?.history.entries;
+  }
+
+  /** Tasks answered and their summed time to the answer (TaskRunner.latency). */
+  get taskLatency(): { readonly count: number; readonly totalMs: number } {
+    return this.runner.latency;
   }
 
   /** Where a CN's agent listens, if attached. */

@@ -81,6 +81,8 @@ class CnLink {
   failing = 0;
   statusDirty = false;
   lastStatusAt = 0;
+  /** When CNAPI last accepted a heartbeat of this CN (epoch ms; 0: none yet). */
+  lastHeartbeatAt = 0;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -136,6 +138,11 @@ export class CnapiReporter implements MockCnHooks {
   stop(): void {
     this.running = false;
     for (const link of this.links.values()) this.cancelJobs(link);
+  }
+
+  /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
+  lastHeartbeatAt(uuid: string): number | undefined {
+    return this.links.get(uuid)?.lastHeartbeatAt || undefined;
   }
 
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
@@ -323,7 +330,7 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private async sendHeartbeat(link: CnLink): Promise<void> {
-    await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {});
+    if ((await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {})) === true) link.lastHeartbeatAt = Date.now();
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
