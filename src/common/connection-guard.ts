@@ -11,12 +11,14 @@
  *   waiting  connected, or answered and kept alive: the next request's headers are due
  *            within `headersTimeoutMs` of the connection, or `idleTimeoutMs` of the last answer;
  *   body     headers read: the body is due within `bodyTimeoutMs`;
- *   busy     the request is with its handler (a cn-agent task may take an hour): no deadline.
+ *   busy     the request is with its handler (a cn-agent task may take an hour), or the
+ *            connection was upgraded to a websocket: no deadline.
  *
  * Beyond `maxConnections` open connections, a new one is closed at once.
  */
 import type http from 'node:http';
 import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 
 export interface ConnectionLimits {
   /** From connect to a first request's complete headers. */
@@ -104,6 +106,14 @@ export class ConnectionGuard {
       timedOut: { waiting: this.counters.timedOutWaiting, body: this.counters.timedOutBody },
       refused: this.counters.refused,
     };
+  }
+
+  /**
+   * A connection upgraded to a websocket (a changefeed) speaks that protocol from now on, with
+   * its own pings: no HTTP deadline applies to it any more. It still counts while open.
+   */
+  upgraded(sock: net.Socket | Duplex): void {
+    this.enter(sock as net.Socket, 'busy', 0);
   }
 
   /** Close what is past its deadline (exposed for tests; the sweep calls it). */

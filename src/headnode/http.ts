@@ -9,7 +9,8 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
 import type { Logger } from '../common/log.js';
-import { ConnectionGuard } from '../common/connection-guard.js';
+import type { Duplex } from 'node:stream';
+import { ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -42,6 +43,8 @@ export interface CreateServerOptions {
   parseBody?: boolean;
   /** The longest path parameter a route matches (find-my-way's default: 100); longer is a 404. */
   maxParamLength?: number;
+  /** Connection deadlines and cap, over the defaults below (tests shorten them). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /**
@@ -68,7 +71,7 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
   // race their reuse.
   server.server.keepAliveTimeout = 65_000;
-  const guard = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024 });
+  const guard = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024, ...opts.connectionLimits });
   guard.watch(server.server);
   guards.set(server, guard);
   return server;
@@ -99,6 +102,18 @@ function sizeHeadAnswers(req: Req, res: Res, next: () => void): void {
 
 /** Each server's connection deadlines (connection-guard.ts), kept while it listens. */
 const guards = new WeakMap<RestifyServer, ConnectionGuard>();
+
+/**
+ * Hand the server's websocket upgrades to `accept`; an upgrade it takes leaves the connection
+ * guard's HTTP deadlines (a changefeed stays open for as long as its listener), one it refuses
+ * is closed.
+ */
+export function onUpgrade(server: RestifyServer, accept: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean): void {
+  server.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (accept(req, socket, head)) guards.get(server)?.upgraded(socket);
+    else socket.destroy();
+  });
+}
 
 export function listen(server: RestifyServer, host: string, port: number): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -4,15 +4,13 @@
  * ("napi"); every write is acknowledged only once it is on disk. A fresh data dir starts with what a
  * fresh DC has (see seed.ts).
  */
-import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import type { Logger } from '../../common/log.js';
 import type { HeadnodeStore, JournaledDocument } from '../store.js';
 import { DEFAULT_MAC_OUI } from './addr.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { NAPI_CHANGEFEED_RESOURCES } from '../../common/changefeed/protocol.js';
 import type { NapiContext } from './context.js';
-import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
+import { closeServer, createServer, listen, onUpgrade, type RestifyServer } from '../http.js';
 import { mountNapiRoutes } from './routes.js';
 import { DEFAULT_SEED_NETWORKS, seedFreshDc, type SeedNetwork } from './seed.js';
 import { NapiState } from './state.js';
@@ -90,9 +88,7 @@ export class NapiService {
     };
     const server = createServer({ name: 'napi', log: this.log });
     mountNapiRoutes(server, ctx, changefeed, this.log);
-    server.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (!changefeed.handleUpgrade(req, socket, head)) socket.destroy();
-    });
+    onUpgrade(server, (req, socket, head) => changefeed.handleUpgrade(req, socket, head));
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.changefeed = changefeed;

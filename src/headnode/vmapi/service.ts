@@ -4,13 +4,11 @@
  * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
  * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
-import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { closeServer, createServer, listen, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
+import { closeServer, createServer, listen, onUpgrade, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
 import { VMAPI_CHANGEFEED_RESOURCES, vmChange } from './changefeed.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import type { VmapiContext } from './context.js';
@@ -121,9 +119,7 @@ export class VmapiService {
     mountMetadataRoutes(server, ctx);
     server.get({ path: CHANGEFEED_PATH, name: 'changefeeds' }, route(this.log, () => ok(this.changefeed.resourcesBody())));
     server.get({ path: CHANGEFEED_STATS_PATH, name: 'changefeeds_stats' }, route(this.log, () => ok(this.changefeed.statsBody())));
-    server.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (!this.changefeed.handleUpgrade(req, socket, head)) socket.destroy();
-    });
+    onUpgrade(server, (req, socket, head) => this.changefeed.handleUpgrade(req, socket, head));
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, vms: this.vms.size }, 'VMAPI listening');
