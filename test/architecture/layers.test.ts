@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios → daemon → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios / mirror → daemon → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -45,7 +45,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
   daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
   scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon', 'scenarios'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'daemon', 'scenarios', 'mirror'],
 };
 
 describe('source layering', () => {
