@@ -73,6 +73,17 @@ function interruptible(): { signal: AbortSignal; done(): void } {
   return { signal: ac.signal, done: () => process.off('SIGINT', onSigint) };
 }
 
+const UNITS: Record<RecordKind, string> = {
+  nic_tag: 'NIC tags',
+  network: 'networks',
+  network_pool: 'network pools',
+  image: 'images',
+  package: 'packages',
+  server: 'servers',
+  vm: 'VMs',
+  nic: 'NICs',
+};
+
 /** One progress phase per kind of record. */
 function progressByKind(verb: string): { update(kind: RecordKind, done: number, total?: number): void; stop(): void } {
   const progress = new Progress();
@@ -81,7 +92,7 @@ function progressByKind(verb: string): { update(kind: RecordKind, done: number, 
     update(kind, done, total) {
       if (kind !== current) {
         current = kind;
-        progress.start(verb, total ?? 0, `${kind.replace('_', ' ')}s`);
+        progress.start(verb, total ?? 0, UNITS[kind]);
       }
       progress.update(done);
     },

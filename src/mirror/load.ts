@@ -66,6 +66,8 @@ export interface LoadReport {
   counts: Record<RecordKind, Record<Outcome, number>>;
   /** What could not be reproduced as captured: one line per kind of loss, with a count and examples. */
   notReproduced: { what: string; count: number; examples: string[] }[];
+  /** Seconds each kind took, from its first record to its last one done (the rates of a load). */
+  seconds: Partial<Record<RecordKind, number>>;
   /** Failures, the first few of each kind. */
   errors: { kind: RecordKind; id: string; message: string }[];
   durationMs: number;
@@ -105,6 +107,13 @@ class Loader {
     let pool = new Pool(1);
     let kind: RecordKind | undefined;
     const done = Object.fromEntries(RECORD_KINDS.map((k) => [k, 0])) as Record<RecordKind, number>;
+    const seconds: LoadReport['seconds'] = {};
+    let kindStarted = 0;
+    const endKind = async (): Promise<void> => {
+      await pool.drain();
+      if (kind === 'image') await this.flushImages();
+      if (kind) seconds[kind] = Math.round(performance.now() - kindStarted) / 1000;
+    };
     for await (const item of readCapture(this.o.file)) {
       if (item.kind === 'header') {
         header = item;
@@ -113,9 +122,9 @@ class Loader {
       this.checkAborted();
       if (item.kind !== kind) {
         // One kind at a time: everything of the kind before is done (VMs need their CN).
-        await pool.drain();
-        if (kind === 'image') await this.flushImages();
+        await endKind();
         kind = item.kind;
+        kindStarted = performance.now();
         pool = new Pool(kind === 'server' ? (this.o.serverConcurrency ?? 16) : kind === 'vm' ? (this.o.vmConcurrency ?? 32) : 8);
       }
       const k = item.kind;
@@ -130,13 +139,13 @@ class Loader {
         this.o.onProgress?.({ kind: k, done: done[k], total: header!.counts[k] });
       });
     }
-    await pool.drain();
-    if (kind === 'image') await this.flushImages();
+    await endKind();
     if (!header) throw new MockcloudError('InvalidArgument', `${this.o.file} has no header`);
     return {
       header,
       counts: this.counts,
       notReproduced: [...this.lost.entries()].map(([what, v]) => ({ what, count: v.count, examples: v.examples })),
+      seconds,
       errors: this.errors,
       durationMs: Date.now() - started,
     };
