@@ -2,7 +2,7 @@
  * `mockcloud mirror capture` and `load` through the built CLI, between two daemons with their
  * own dev headnodes: daemon A gets a varied fleet (three profiles, one with a NIC tag of its
  * own and traits, one reserved), networks of its own (an owned one on a new NIC tag, a VLAN of
- * the external tag) and a pool, an lx image of a customer, and VMs of four brands in both
+ * the external tag) and a pool, an lx image of a customer, and VMs of five brands in both
  * states through its VMAPI; A is captured (redacted) and loaded into daemon B. B's CNAPI,
  * VMAPI and NAPI (read with sdc-clients) then answer A's inventory field by field, modulo what
  * redaction replaces; nothing A's customers wrote is in the file; a second load changes
