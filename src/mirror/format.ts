@@ -142,7 +142,10 @@ export async function* readCapture(file: string, opts: { headerOnly?: boolean } 
   try {
     const it = lines[Symbol.asyncIterator]();
     for (;;) {
-      const next = await Promise.race([it.next(), failure]);
+      const next = await Promise.race([it.next(), failure]).catch((err: unknown) => {
+        // readline passes gunzip's error on itself, before the listener above sees it.
+        throw err instanceof MockcloudError ? err : badCapture(file, `not gzip or cut short (${(err as Error).message})`);
+      });
       if (next.done) break;
       lineNo++;
       const line = next.value;
