@@ -92,9 +92,9 @@ function progressByKind(verb: string): { update(kind: RecordKind, done: number, 
     update(kind, done, total) {
       if (kind !== current) {
         current = kind;
-        progress.start(verb, total ?? 0, UNITS[kind]);
+        progress.start(verb, total ?? done, UNITS[kind]);
       }
-      progress.update(done);
+      progress.update(done, 0, total ?? done);
     },
     stop: () => progress.stop(),
   };
@@ -143,7 +143,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
       redact: argv.redact !== false,
       adminUuid,
       signal: stop.signal,
-      onProgress: (p) => progress.update(p.kind, p.done, p.total ?? p.done),
+      onProgress: (p) => progress.update(p.kind, p.done, p.total),
     });
     progress.stop();
     if (argv.json) process.stdout.write(`${JSON.stringify(header, null, 2)}\n`);

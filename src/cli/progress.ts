@@ -58,10 +58,14 @@ export class Progress {
     this.bar.start(total, 0, { rate: '0', failedText: '' });
   }
 
-  /** `done` finished so far (absolute), `failed` of them failed. */
-  update(done: number, failed = 0): void {
+  /** `done` finished so far (absolute), `failed` of them failed; `total` when it has grown (a count known only as it goes). */
+  update(done: number, failed = 0, total?: number): void {
     this.value = done;
     this.failed = failed;
+    if (total !== undefined && total !== this.total) {
+      this.total = total;
+      this.bar?.setTotal(total);
+    }
     if (this.bar) {
       this.bar.update(done, { rate: this.rate().toFixed(0), failedText: failed ? ` | ${failed} failed` : '' });
       return;

@@ -89,8 +89,10 @@ export function hardwareOf(server: Obj): CapturedHardware {
   if (typeof server.traits === 'object' && server.traits !== null && !Array.isArray(server.traits)) {
     if (Object.keys(server.traits).length > 0) hw.traits = server.traits;
   }
-  if (typeof server.reserved === 'boolean') hw.reserved = server.reserved;
-  if (typeof server.reservoir === 'boolean') hw.reservoir = server.reservoir;
+  // Only what differs from a new CN's (CNAPI's defaults): a placement costs the load a wait
+  // for the CN's registration and a ServerUpdate.
+  if (server.reserved === true) hw.reserved = true;
+  if (server.reservoir === true) hw.reservoir = true;
   const ratios = server.overprovision_ratios;
   if (typeof ratios === 'object' && ratios !== null && !Array.isArray(ratios)) {
     const kept: Obj = {};
