@@ -9,9 +9,10 @@
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { JsonHttpClient } from '../common/http-client.js';
-import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { isUuid } from '../common/uuid.js';
+import { resolveConfig, type DaemonConfig } from '../daemon/config.js';
 import { readDaemonJson } from '../daemon/daemon-json.js';
+import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { capture, type CaptureUrls } from '../mirror/capture.js';
 import type { RecordKind } from '../mirror/format.js';
 import { load, type LoadReport } from '../mirror/load.js';
@@ -36,6 +37,7 @@ interface MirrorArgs extends DataDirArgs, JsonArgs {
 
 const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'papi'] as const;
 
+
 function builder(y: Argv): Argv<MirrorArgs> {
   let out = y
     .positional('action', { choices: ['capture', 'load'] as const, demandOption: true, describe: 'capture a DC into a file, or load a file into the running daemon' })
@@ -43,7 +45,7 @@ function builder(y: Argv): Argv<MirrorArgs> {
     .option('output', { alias: 'o', type: 'string', describe: 'capture: the file to write (gzip JSON lines)' })
     .option('vm-states', { type: 'string', default: 'active', describe: 'capture: the VMAPI states of the VMs to capture, comma-separated (active = every VM not destroyed)' })
     .option('redact', { type: 'boolean', default: true, describe: 'capture: replace customer metadata, tag values, aliases, hostnames, owners and customer IPs (--no-redact keeps them; docs/mirror.md)' })
-    .option('admin-uuid', { type: 'string', describe: "capture: the DC's admin user, kept by redaction (default: the daemon's, else Triton's default)" })
+    .option('admin-uuid', { type: 'string', describe: "capture: the DC's admin user, kept by redaction (default: the daemon's setting, e.g. mdata ufdsAdmin, else Triton's default)" })
     .option('remap-uuids', { type: 'boolean', default: false, describe: 'load: new UUIDs for servers and VMs (and new VM NIC MACs), derived from the captured ones and --remap-seed' })
     .option('remap-seed', { type: 'string', describe: 'load: what remapped UUIDs are derived with (default "mirror"): the same seed, the same UUIDs' });
   for (const svc of SERVICES) {
@@ -52,7 +54,7 @@ function builder(y: Argv): Argv<MirrorArgs> {
       describe:
         svc === 'papi'
           ? 'PAPI URL (capture: packages are captured where given; load: packages are loaded where given)'
-          : `capture: ${svc.toUpperCase()} URL (default: MOCKCLOUD_${svc.toUpperCase()}_URL, else the running daemon's)`,
+          : `capture: ${svc.toUpperCase()} URL (default: the daemon's setting: MOCKCLOUD_${svc.toUpperCase()}_URL, config file, mdata; else the running daemon's)`,
     });
   }
   return withJson(withDataDir(out), 'the summary')
@@ -100,27 +102,41 @@ function progressByKind(verb: string): { update(kind: RecordKind, done: number, 
   };
 }
 
+/**
+ * What capture reads: the URL flags, else what the daemon's own configuration gives (its env,
+ * config file and mdata, as `mockcloud daemon` resolves them: in a mockcloud0 zone the DC's own
+ * APIs), else the URLs of the daemon running in --data-dir (its embedded dev headnode).
+ */
 async function captureUrls(argv: MirrorArgs): Promise<{ urls: CaptureUrls; adminUuid: string }> {
+  const flags: Record<string, string> = {};
+  if (argv['data-dir']) flags.dataDir = argv['data-dir'];
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+    const v = argv[`${svc}-url`];
+    if (v) flags[`${svc}Url`] = v;
+  }
+  if (argv['admin-uuid'] !== undefined) {
+    if (!isUuid(argv['admin-uuid'])) throw new UsageError(`--admin-uuid ${JSON.stringify(argv['admin-uuid'])} is not a UUID`);
+    flags.adminUuid = argv['admin-uuid'];
+  }
+  let config: DaemonConfig;
+  try {
+    config = await resolveConfig({ flags, env: process.env, mdata: process.env.MOCKCLOUD_NO_MDATA === '1' ? noMdata : systemMdataReader() });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const daemon = await readDaemonJson(clientDataDir(argv['data-dir']));
   const urls: Record<string, string> = {};
-  for (const svc of SERVICES) {
-    const v = argv[`${svc}-url`] || process.env[`MOCKCLOUD_${svc.toUpperCase()}_URL`] || (daemon?.urls as Record<string, string | undefined> | undefined)?.[svc];
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
+    const v = config.urls[svc] ?? daemon?.urls[svc];
     if (v) urls[svc] = v.replace(/\/+$/, '');
   }
+  const papi = argv['papi-url'] || process.env.MOCKCLOUD_PAPI_URL;
+  if (papi) urls.papi = papi.replace(/\/+$/, '');
   const missing = (['cnapi', 'vmapi', 'napi'] as const).filter((s) => !urls[s]);
   if (missing.length > 0) {
-    throw new UsageError(`capture needs ${missing.map((s) => `--${s}-url`).join(', ')} (or MOCKCLOUD_*_URL, or a running daemon in --data-dir)`);
+    throw new UsageError(`capture needs ${missing.map((s) => `--${s}-url`).join(', ')} (or the daemon's configuration of them, or a running daemon in --data-dir)`);
   }
-  let adminUuid = argv['admin-uuid'];
-  if (adminUuid === undefined && daemon) {
-    const config = await findDaemon(clientDataDir(argv['data-dir']))
-      .then((d) => d.call<{ adminUuid?: string }>('GET', '/config'))
-      .catch(() => undefined);
-    adminUuid = config?.adminUuid;
-  }
-  adminUuid ??= DEFAULT_ADMIN_UUID;
-  if (!isUuid(adminUuid)) throw new UsageError(`--admin-uuid ${JSON.stringify(adminUuid)} is not a UUID`);
-  return { urls: urls as unknown as CaptureUrls, adminUuid: adminUuid.toLowerCase() };
+  return { urls: urls as unknown as CaptureUrls, adminUuid: config.adminUuid };
 }
 
 async function runCapture(argv: MirrorArgs): Promise<void> {
