@@ -49,7 +49,7 @@ export interface LoadOptions {
   remapUuids?: boolean;
   /** What remapped identities are derived with (default "mirror"). */
   remapSeed?: string;
-  /** CNs created at once (default 16) and VMs (default 32). */
+  /** CNs created at once (default 16) and VMs (default 64). */
   serverConcurrency?: number;
   vmConcurrency?: number;
   /** How long a new CN may take to take tasks (registered with CNAPI), ms (default 60 s). */
@@ -125,7 +125,7 @@ class Loader {
         await endKind();
         kind = item.kind;
         kindStarted = performance.now();
-        pool = new Pool(kind === 'server' ? (this.o.serverConcurrency ?? 16) : kind === 'vm' ? (this.o.vmConcurrency ?? 32) : 8);
+        pool = new Pool(kind === 'server' ? (this.o.serverConcurrency ?? 16) : kind === 'vm' ? (this.o.vmConcurrency ?? 64) : 8);
       }
       const k = item.kind;
       const data = item.data;
@@ -450,31 +450,36 @@ class Loader {
     }
     const mac = this.remapMac(String(nic.mac));
     const napi = this.o.urls.napi;
-    const path = `${napi}/nics/${mac.replace(/:/g, '')}`;
-    let napiNic = await this.exists(path);
-    if (napiNic && napiNic.belongs_to_uuid !== vm) {
-      this.note('VM NICs whose MAC NAPI gives to something else (dropped; try --remap-uuids)', `${vm} ${mac}`);
-      return undefined;
+    const body: Obj = { mac, belongs_to_uuid: vm, belongs_to_type: 'zone', owner_uuid: owner || undefined, cn_uuid: server, check_owner: false };
+    for (const k of ['primary', 'allow_dhcp_spoofing', 'allow_ip_spoofing', 'allow_mac_spoofing', 'allow_restricted_traffic', 'allow_unfiltered_promisc']) {
+      if (typeof nic[k] === 'boolean') body[k] = nic[k];
     }
-    if (!napiNic) {
-      const body: Obj = { mac, belongs_to_uuid: vm, belongs_to_type: 'zone', owner_uuid: owner || undefined, cn_uuid: server, check_owner: false };
-      for (const k of ['primary', 'allow_dhcp_spoofing', 'allow_ip_spoofing', 'allow_mac_spoofing', 'allow_restricted_traffic', 'allow_unfiltered_promisc']) {
-        if (typeof nic[k] === 'boolean') body[k] = nic[k];
-      }
-      if (network === this.adminNetwork) {
-        this.note('VM NICs on the admin network (an address of the loading DC\'s admin network)', `${vm} ${String(nic.ip)}`);
-      } else if (typeof nic.ip === 'string') {
-        body.ip = nic.ip;
-      }
-      let res = await this.call('POST', `${napi}/networks/${network}/nics`, body);
-      if (res.statusCode >= 300 && body.ip !== undefined && isIpTaken(res.body)) {
-        this.note('VM IPs taken in the loading DC (another one given)', `${vm} ${String(body.ip)}`);
-        delete body.ip;
-        res = await this.call('POST', `${napi}/networks/${network}/nics`, body);
-      }
-      if (res.statusCode >= 300) throw httpError('POST', `${napi}/networks/${network}/nics`, res);
-      napiNic = res.body as Obj;
+    if (network === this.adminNetwork) {
+      this.note("VM NICs on the admin network (an address of the loading DC's admin network)", `${vm} ${String(nic.ip)}`);
+    } else if (typeof nic.ip === 'string') {
+      body.ip = nic.ip;
     }
+    // Asked for at once (one round trip on a fresh load); a MAC NAPI has already is looked at.
+    const provision = `${napi}/networks/${network}/nics`;
+    let res = await this.call('POST', provision, body);
+    if (res.statusCode >= 400 && res.statusCode < 500) {
+      // Refused: NAPI may have the MAC already (its answer names the MAC, the IP or both).
+      const have = await this.exists(`${napi}/nics/${mac.replace(/:/g, '')}`);
+      if (have && have.belongs_to_uuid === vm) {
+        // An earlier, interrupted load made it for this VM.
+        res = { statusCode: 200, headers: {}, body: have };
+      } else if (have || isDuplicate(res.body, 'mac')) {
+        this.note('VM NICs whose MAC NAPI gives to something else (dropped; try --remap-uuids)', `${vm} ${mac}`);
+        return undefined;
+      }
+    }
+    if (res.statusCode >= 300 && body.ip !== undefined && isDuplicate(res.body, 'ip')) {
+      this.note('VM IPs taken in the loading DC (another one given)', `${vm} ${String(body.ip)}`);
+      delete body.ip;
+      res = await this.call('POST', provision, body);
+    }
+    if (res.statusCode >= 300) throw httpError('POST', provision, res);
+    const napiNic = res.body as Obj;
     const out: Obj = {};
     for (const k of ['interface', 'model', 'primary', 'mtu', 'allow_dhcp_spoofing', 'allow_ip_spoofing', 'allow_mac_spoofing', 'allow_restricted_traffic', 'allow_unfiltered_promisc']) {
       if (nic[k] !== undefined) out[k] = nic[k];
@@ -546,9 +551,10 @@ function agentUrlOf(server: Obj): string {
   return `http://${a.ip}:${a.port}`;
 }
 
-function isIpTaken(body: unknown): boolean {
-  const errs = (body as { errors?: { field?: string; code?: string; message?: string }[] } | undefined)?.errors;
-  return Array.isArray(errs) && errs.some((e) => e.field === 'ip');
+/** NAPI's InvalidParameters for a MAC another NIC has (`Duplicate`) or an IP in use (`UsedBy`, sdc-napi errors.usedByParam). */
+function isDuplicate(body: unknown, field: 'mac' | 'ip'): boolean {
+  const errs = (body as { errors?: { field?: string; code?: string }[] } | undefined)?.errors;
+  return Array.isArray(errs) && errs.some((e) => e.field === field && e.code === (field === 'mac' ? 'Duplicate' : 'UsedBy'));
 }
 
 function taskError(res: HttpResponse): string {
