@@ -191,10 +191,12 @@ export class ServerFactory {
   async create(req: CreateRequest): Promise<CreateResult> {
     const result: CreateResult = { created: [], errors: [] };
     const seed = req.seed ?? this.o.config.seed;
-    const first = await this.draws.reserve(req.count);
+    // A CN of a given uuid draws from streams named by its uuid: no ordinal (no write of
+    // draws.json, which a mirror load would make once per CN, one after the other).
+    const first = req.uuid ? 0 : await this.draws.reserve(req.count);
     const profiles = this.profilesFor(req, seed, first);
     const plans: CnPlan[] = profiles.map((profile, i) => {
-      const streams = cnStreams(seed, first + i);
+      const streams = req.uuid ? cnStreams(seed, req.uuid) : cnStreams(seed, first + i);
       // No free pair in its draws: that CN's creation fails (drawing again), not the request.
       const firstPair = (() => {
         try {
