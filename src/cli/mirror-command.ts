@@ -41,7 +41,7 @@ const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'papi'] as const;
 function builder(y: Argv): Argv<MirrorArgs> {
   let out = y
     .positional('action', { choices: ['capture', 'load'] as const, demandOption: true, describe: 'capture a DC into a file, or load a file into the running daemon' })
-    .positional('file', { type: 'string', describe: 'the capture file (load)' })
+    .positional('file', { type: 'string', describe: 'the capture file (load; capture: the same as --output)' })
     .option('output', { alias: 'o', type: 'string', describe: 'capture: the file to write (gzip JSON lines)' })
     .option('vm-states', { type: 'string', default: 'active', describe: 'capture: the VMAPI states of the VMs to capture, comma-separated (active = every VM not destroyed)' })
     .option('redact', { type: 'boolean', default: true, describe: 'capture: replace customer metadata, tag values, aliases, hostnames, owners and customer IPs (--no-redact keeps them; docs/mirror.md)' })
@@ -140,7 +140,9 @@ async function captureUrls(argv: MirrorArgs): Promise<{ urls: CaptureUrls; admin
 }
 
 async function runCapture(argv: MirrorArgs): Promise<void> {
-  if (!argv.output) throw new UsageError('capture needs --output FILE');
+  const output = argv.output ?? argv.file;
+  if (!output) throw new UsageError('capture needs --output FILE');
+  if (argv.output !== undefined && argv.file !== undefined) throw new UsageError('capture writes one file: give --output FILE or FILE, not both');
   const states = String(argv['vm-states']).split(',').map((s) => s.trim()).filter(Boolean);
   if (states.length === 0) throw new UsageError('--vm-states names no state');
   if (states.includes('active') && states.some((s) => s === 'running' || s === 'stopped')) {
@@ -154,7 +156,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
     const header = await capture({
       urls,
       http,
-      output: path.resolve(argv.output),
+      output: path.resolve(output),
       vmStates: [...new Set(states)],
       redact: argv.redact !== false,
       adminUuid,
@@ -166,7 +168,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
     else {
       const c = header.counts;
       process.stdout.write(
-        `${argv.output}: ${c.server} servers, ${c.vm} VMs, ${c.network} networks, ${c.network_pool} pools, ${c.nic_tag} NIC tags, ` +
+        `${output}: ${c.server} servers, ${c.vm} VMs, ${c.network} networks, ${c.network_pool} pools, ${c.nic_tag} NIC tags, ` +
           `${c.nic} NICs, ${c.image} images, ${c.package} packages${header.redacted ? ' (redacted)' : ' (NOT redacted)'} in ${(header.durationMs / 1000).toFixed(1)} s\n`,
       );
       for (const s of header.skipped) process.stdout.write(`  not captured: ${s}\n`);
