@@ -32,6 +32,7 @@ import { MockcloudError } from '../common/errors.js';
 import type { HttpResponse, JsonHttpClient } from '../common/http-client.js';
 import { retryWithBackoff } from '../common/retry.js';
 import { repeatableUuidFromHex } from '../common/uuid.js';
+import { ALL_BRANDS } from '../vmadm/properties.js';
 import { readCapture, RECORD_KINDS, type CaptureHeader, type Obj, type RecordKind } from './format.js';
 import { hardwareOf } from './hardware.js';
 import { isAdminNetwork } from './redact.js';
@@ -409,6 +410,11 @@ class Loader {
     const server = this.servers.get(String(vm.server_uuid));
     if (!server) {
       this.note('VMs whose server was not loaded', captured);
+      return 'skipped';
+    }
+    const brand = typeof vm.brand === 'string' ? vm.brand : 'joyent';
+    if (!(ALL_BRANDS as readonly string[]).includes(brand)) {
+      this.note(`VMs of brand ${brand} (the mock CNs' vmadm has none)`, captured);
       return 'skipped';
     }
     const uuid = this.remap('vm', captured);
