@@ -180,6 +180,25 @@ export async function* readCapture(file: string, opts: { headerOnly?: boolean } 
   }
 }
 
+/**
+ * Read the whole file once, holding nothing: whole (its end line), and holding the records its
+ * header counts. A load checks this before it changes anything.
+ */
+export async function verifyCapture(file: string): Promise<CaptureHeader> {
+  let header: CaptureHeader | undefined;
+  const seen = emptyCounts();
+  for await (const item of readCapture(file)) {
+    if (item.kind === 'header') header = item;
+    else seen[item.kind]++;
+  }
+  if (!header) throw badCapture(file, 'it has no header');
+  const wrong = RECORD_KINDS.filter((k) => (header!.counts?.[k] ?? 0) !== seen[k]);
+  if (wrong.length > 0) {
+    throw badCapture(file, `its header counts ${wrong.map((k) => `${header!.counts?.[k] ?? 0} ${k}`).join(', ')}, it holds ${wrong.map((k) => seen[k]).join(', ')}`);
+  }
+  return header;
+}
+
 function badCapture(file: string, why: string): MockcloudError {
   return new MockcloudError('InvalidArgument', `${file} is not a usable capture: ${why}`);
 }

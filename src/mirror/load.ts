@@ -33,7 +33,7 @@ import type { HttpResponse, JsonHttpClient } from '../common/http-client.js';
 import { retryWithBackoff } from '../common/retry.js';
 import { repeatableUuidFromHex } from '../common/uuid.js';
 import { ALL_BRANDS } from '../vmadm/properties.js';
-import { readCapture, RECORD_KINDS, type CaptureHeader, type Obj, type RecordKind } from './format.js';
+import { readCapture, RECORD_KINDS, verifyCapture, type CaptureHeader, type Obj, type RecordKind } from './format.js';
 import { hardwareOf } from './hardware.js';
 import { isAdminNetwork } from './redact.js';
 
@@ -104,6 +104,8 @@ class Loader {
 
   async run(): Promise<LoadReport> {
     const started = Date.now();
+    // A file cut short or damaged is refused before anything is made.
+    await verifyCapture(this.o.file);
     let header: CaptureHeader | undefined;
     let pool = new Pool(1);
     let kind: RecordKind | undefined;
@@ -417,8 +419,12 @@ class Loader {
       this.note(`VMs of brand ${brand} (the mock CNs' vmadm has none)`, captured);
       return 'skipped';
     }
-    const uuid = this.remap('vm', captured);
     const state = String(vm.state);
+    if (state === 'destroyed' || state === 'failed') {
+      this.note(`${state} VMs (not made)`, captured);
+      return 'skipped';
+    }
+    const uuid = this.remap('vm', captured);
     if (state !== 'running' && state !== 'stopped') this.note(`VMs in state ${state} (loaded stopped)`, captured);
     const payload = createPayload(vm, uuid);
     payload.autoboot = state === 'running';

@@ -138,4 +138,17 @@ describe('mirror load with the daemon killed under it', () => {
     expect(vmNics).toHaveLength(2 * SERVERS);
     expect(vmNics.every((n) => n.network_uuid === NET && n.ip.startsWith('10.77.1.'))).toBe(true);
   }, 90_000);
+
+  it('a damaged capture is refused before anything is made', async () => {
+    const other = path.join(tmp, 'other.mirror.gz');
+    await writeCapture(other);
+    const bytes = await fsp.readFile(other);
+    const cut = path.join(tmp, 'cut.mirror.gz');
+    await fsp.writeFile(cut, bytes.subarray(0, Math.floor(bytes.length * 0.7)));
+    const before = ((await get(`${daemon!.control}/servers`)) as Obj[]).length;
+    const res = await runCli(['mirror', 'load', cut, '--data-dir', dataDir]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/is not a usable capture: (not gzip or cut short|it is cut short)/);
+    expect(((await get(`${daemon!.control}/servers`)) as Obj[]).length).toBe(before);
+  });
 });
