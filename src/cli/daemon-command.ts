@@ -56,7 +56,7 @@ function builder(y: Argv): Argv<DaemonArgs> {
   return out.epilog(
     'Each setting comes from, in this order: its flag, its environment variable, the config file ' +
       '(same names in camelCase, e.g. "cnapiUrl"), SmartOS mdata (sdc:datacenter_name + dnsDomain give ' +
-      'http://cnapi.<dc>.<domain> and the other API URLs; ufdsAdmin, sdc:nics, mockcloudRoot), then the default. ' +
+      'http://cnapi.<dc>.<domain> and the other API URLs; ufdsAdmin, sdc:nics, mockcloudRoot, mockcloudMetricsAddress), then the default. ' +
       'Without any Triton address the daemon runs the embedded dev headnode and points the mock CNs at it ' +
       '(its addresses are printed and written to <data-dir>/headnode.json); with --no-headnode and no CNAPI URL ' +
       'the mock CNs run standalone (registered at once, reporting to no one). ' +
@@ -119,7 +119,10 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
   const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });
-  const reclaimer = new HeapReclaimer({ log: daemon.log.child({ component: 'heap' }) });
+  const reclaimer = new HeapReclaimer({
+    log: daemon.log.child({ component: 'heap' }),
+    beforePause: async (expectedMs) => ({ heartbeatsSentAhead: await daemon.sendHeartbeatsAhead(expectedMs) }),
+  });
 
   let stopping: Promise<void> | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -183,10 +186,12 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `mockcloud daemon running (pid ${process.pid})`,
     `  data dir:     ${shown(config.dataDir)}`,
     `  control API:  ${c.url}`,
+    `  fleet page:   ${daemon.uiAddress?.url ?? 'none (--ui-address none)'}`,
     config.agentIps === 'loopback'
       ? `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets each on its own 127.x.y.z address (--agent-ips loopback)`
       : `  mock CNs:     ${mockCnsLine(daemon.fleet)}, cn-agent sockets on ${config.bindIp}${config.portRange ? ` ports ${config.portRange.join('-')}` : ''}`,
     `  cmon-agent:   ${cmonLine(daemon.cmonAddresses)}`,
+    `  metrics:      ${c.url}/metrics${daemon.metricsAddress ? ` and ${daemon.metricsAddress.url} (--metrics-address)` : ''}`,
     `  CNAPI:        ${urls.cnapi ? urls.cnapi + where : 'none (standalone)'}`,
     `  VMAPI:        ${urls.vmapi ? urls.vmapi + where : 'none'}`,
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,

@@ -28,6 +28,7 @@ import { rescanCommand } from './rescan-command.js';
 import { setServersCommand } from './set-servers-command.js';
 import { scenarioCommand } from './scenario-command.js';
 import { statusCommand } from './status-command.js';
+import { uiCommand } from './ui-command.js';
 
 const COMMANDS = [
   daemonCommand,
@@ -37,6 +38,7 @@ const COMMANDS = [
   deleteServersCommand,
   listServersCommand,
   statusCommand,
+  uiCommand,
   addExternalsCommand,
   rescanCommand,
   faultsCommand,

@@ -16,6 +16,8 @@ interface DaemonStatus {
   uptimeSeconds: number;
   dataDir: string;
   urls: Record<string, string | undefined>;
+  /** The live fleet page's URL (absent from older daemons; null with --ui-address none). */
+  ui?: string | null;
   servers: number;
   registered: number;
   /** CNs by hardware profile (absent from older daemons). */
@@ -57,6 +59,7 @@ async function handler(argv: StatusArgs): Promise<void> {
     `tasks:             ${Object.entries(tasks).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`,
     `fault rules:       ${s.cnAgent?.faults ?? 0}`,
     `CNAPI:             ${s.urls?.cnapi ?? 'none'}${s.cnapi?.standalone ? ' (standalone)' : ''}`,
+    ...(s.ui !== undefined ? [`fleet page:        ${s.ui ?? 'none'}`] : []),
     `CNs failing CNAPI: ${failing.length ? failing.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
     `errors:            ${errors.length ? errors.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
     ...sapiLine(s),

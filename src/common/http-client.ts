@@ -72,6 +72,15 @@ function isReset(err: Error): boolean {
  */
 export type OutboundInterceptor = (req: HttpRequest, timeoutMs: number) => Promise<void> | undefined;
 
+/**
+ * Told of the end of every request (the daemon's metrics): the answer's status code, or
+ * undefined and the error when there was none (a timeout, a reset, a partition's hold that
+ * ran out); `ms` from the moment it was sent (after any background turn or fault hold; a
+ * request failed by a fault hold: the hold), a retry on a fresh connection included. Called
+ * once per request, only while one is set.
+ */
+export type RequestObserver = (req: HttpRequest, statusCode: number | undefined, err: unknown, ms: number) => void;
+
 export interface HttpClientOptions {
   maxSockets?: number;
   timeoutMs?: number;
@@ -92,8 +101,11 @@ export class JsonHttpClient {
    * heartbeat behind them waited 12 s).
    */
   private readonly background: Gate;
+  private foreground = 0;
   /** See OutboundInterceptor; undefined (no check at all) unless a fault event needs it. */
   interceptor: OutboundInterceptor | undefined;
+  /** See RequestObserver; undefined costs nothing. */
+  observer: RequestObserver | undefined;
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
@@ -112,11 +124,13 @@ export class JsonHttpClient {
     // Held before the background gate: a partitioned CN's requests take no other CN's turn.
     const held = this.interceptor?.(req, req.timeoutMs ?? this.timeoutMs);
     if (held) {
+      const t0 = performance.now();
       return held.then(
         () => this.dispatch<T>(req),
         (err: unknown) => {
           this.stats.requests++;
           this.stats.errors++;
+          this.observer?.(req, undefined, err, performance.now() - t0);
           throw err;
         },
       );
@@ -124,8 +138,15 @@ export class JsonHttpClient {
     return this.dispatch<T>(req);
   }
 
+  /** Foreground requests (heartbeats, status, tasks' calls) sent and not yet answered. */
+  get foregroundInFlight(): number {
+    return this.foreground;
+  }
+
   private dispatch<T>(req: HttpRequest): Promise<HttpResponse<T>> {
-    return req.background ? this.background.run(() => this.send<T>(req)) : this.send<T>(req);
+    if (req.background) return this.background.run(() => this.send<T>(req));
+    this.foreground++;
+    return this.send<T>(req).finally(() => this.foreground--);
   }
 
   private send<T>(req: HttpRequest): Promise<HttpResponse<T>> {
@@ -144,10 +165,26 @@ export class JsonHttpClient {
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     // One deadline for the whole request, a retry included.
     const deadline = Date.now() + timeoutMs;
-    return this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method)).catch((err: unknown) => {
-      this.stats.errors++;
-      throw err;
-    });
+    const sent = this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method));
+    const observer = this.observer;
+    if (observer === undefined) {
+      return sent.catch((err: unknown) => {
+        this.stats.errors++;
+        throw err;
+      });
+    }
+    const t0 = performance.now();
+    return sent.then(
+      (res) => {
+        observer(req, res.statusCode, undefined, performance.now() - t0);
+        return res;
+      },
+      (err: unknown) => {
+        this.stats.errors++;
+        observer(req, undefined, err, performance.now() - t0);
+        throw err;
+      },
+    );
   }
 
   /**

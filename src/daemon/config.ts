@@ -25,6 +25,7 @@ import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.
 import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
+import { parseUiAddress, type UiAddress } from '../ui/address.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -33,6 +34,14 @@ export const DEFAULT_DATACENTER_NAME = 'mockcloud';
 export const DEFAULT_BIND_IP = '127.0.0.1';
 /** cmon-agent's port on a real CN; CMON never asks for another. */
 export const DEFAULT_CMON_PORT = 9163;
+/** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
+export const DEFAULT_METRICS_PORT = 8881;
+
+/** An address to listen on: an IP and a port (0: any free one). */
+export interface ListenAddress {
+  ip: string;
+  port: number;
+}
 
 /**
  * How the mock CNs get their `CN Agent IP`:
@@ -54,11 +63,18 @@ export interface DaemonConfig {
   portRange?: [number, number];
   /** The control API's port on 127.0.0.1; 0 = ephemeral (daemon.json says which). */
   controlPort: number;
+  /** Where `GET /metrics` is served besides the control API (--metrics-address); absent: nowhere else. */
+  metricsAddress?: ListenAddress;
   /**
    * cmon-agent's port (9163 like a real CN); 0 = ephemeral (daemon.json says which). Optional
    * so hand-built configs (tests) keep compiling: absent means the default.
    */
   cmonPort?: number;
+  /**
+   * Where the fleet web page listens (--ui-address, src/ui); null: no page. Absent means the
+   * default, 127.0.0.1 with any free port (daemon.json's `ui` says which).
+   */
+  uiAddress?: UiAddress | null;
   /** Shared bind IP or one loopback address per CN; absent means 'shared'. */
   agentIps?: AgentIpMode;
   /**
@@ -130,10 +146,26 @@ export const SETTINGS = [
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
   {
+    key: 'metricsAddress',
+    flag: 'metrics-address',
+    env: 'MOCKCLOUD_METRICS_ADDRESS',
+    help:
+      `also serve GET /metrics (Prometheus text; always on the control API) on IP[:PORT] for a scraper on another host ` +
+      `(port default ${DEFAULT_METRICS_PORT}, 0: any free one; mdata mockcloudMetricsAddress; default: not served elsewhere; docs/metrics.md)`,
+  },
+  {
     key: 'cmonPort',
     flag: 'cmon-port',
     env: 'MOCKCLOUD_CMON_PORT',
     help: 'cmon-agent port (default 9163 like a real CN; with the embedded dev headnode a free one when 9163 is taken; 0: ephemeral)',
+  },
+  {
+    key: 'uiAddress',
+    flag: 'ui-address',
+    env: 'MOCKCLOUD_UI_ADDRESS',
+    help:
+      "where the live fleet web page listens (mockcloud ui prints its URL): IP[:PORT], or none (default 127.0.0.1, any free port); " +
+      'on an address other hosts reach, they see the fleet and can start and end events (docs/ui.md)',
   },
   {
     key: 'headnodePorts',
@@ -346,6 +378,13 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     sources,
   };
   if (portRangeText !== undefined) config.portRange = parsePortRange(portRangeText);
+  const uiAddressText = await lookup('uiAddress');
+  if (uiAddressText === undefined) sources.uiAddress = 'default';
+  else {
+    const ui = parseUiAddress(uiAddressText);
+    if (typeof ui === 'string') throw invalid('uiAddress', `fleet page address ${ui}`);
+    config.uiAddress = ui;
+  }
   if (headnodePortsText !== undefined) config.headnodePorts = parseHeadnodePorts(headnodePortsText);
   config.allowExecute = allowExecuteText === undefined ? ((sources.allowExecute = 'default'), false) : parseBoolean('allowExecute', allowExecuteText);
   config.bootSeconds =
@@ -363,6 +402,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   }
   const profilesDir = await lookup('profilesDir');
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
+  const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
+  if (metricsAddress !== undefined) config.metricsAddress = parseListenAddress('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
@@ -454,6 +495,16 @@ function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
     throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
   }
   return n;
+}
+
+/** "IP", "IP:PORT" or "[IPv6]:PORT"; a bare IP takes `defaultPort`. */
+export function parseListenAddress(key: SettingKey, text: string, defaultPort: number): ListenAddress {
+  const t = text.trim();
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(t) ?? (net.isIPv6(t) ? [t, t, undefined] : /^([^:]+)(?::([^:]*))?$/.exec(t));
+  const ip = m?.[1];
+  if (!ip || net.isIP(ip) === 0) throw invalid(key, `${JSON.stringify(text)} is not IP[:PORT]`);
+  const port = m[2] === undefined ? defaultPort : parsePort(key, m[2], true);
+  return { ip, port };
 }
 
 function parseCount(key: SettingKey, text: string, zeroOk: boolean): number {

@@ -23,6 +23,7 @@
  *   DELETE /events                    end every active event
  *   DELETE /events/:id                end one (undo what it set)
  *   POST   /events/marks              {label, source?}: a mark line in <data-dir>/events.jsonl
+ *   GET    /metrics                   Prometheus text (docs/metrics.md); also on --metrics-address
  *
  * Errors are Triton-style `{"code","message"}` with the catalogue's status.
  *
@@ -33,9 +34,9 @@
  * empty segments dropped (`/servers/` is `/servers`); a 404 or 405 names the method and the
  * path; a bad server UUID is a 409 whatever the method.
  */
-import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MockcloudError } from '../common/errors.js';
+import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isUuid } from '../common/uuid.js';
 import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
@@ -46,6 +47,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export interface ControlResponse {
   status?: number;
   body?: unknown;
+  /** Sent as it is instead of a JSON body (the Prometheus text of /metrics). */
+  text?: { contentType: string; body: string };
 }
 
 /** What the daemon answers; the API layer only parses, routes and formats. */
@@ -70,13 +73,15 @@ export interface ControlHandlers {
   endEvent(id: string): Promise<unknown>;
   endAllEvents(): Promise<unknown>;
   markEvents(body: unknown): Promise<unknown>;
+  /** The Prometheus text of the daemon's metrics (absent: no /metrics). */
+  metrics?(): Promise<ControlResponse['text']>;
 }
 
 /** What one path answers, by method; any other method is a 405. */
 type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promise<ControlResponse>>>;
 
 /** Every method restify routes: each path answers all of them, so the 405 is ours. */
-const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
+export const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
 
 export class ControlApi {
   private server: RestifyServer | undefined;
@@ -106,16 +111,7 @@ export class ControlApi {
         },
       );
     });
-    // restify's router answers these itself; the messages are ours.
-    server.on('NotFound', (req: Req, res: Res, _err: unknown, done: () => void) => {
-      sendError(res, notFound(req), this.log);
-      done();
-    });
-    server.on('MethodNotAllowed', (req: Req, res: Res, _err: unknown, done: () => void) => {
-      res.removeHeader('allow');
-      sendError(res, methodNotAllowed(req), this.log);
-      done();
-    });
+    answerUnrouted(server, this.log);
     this.mount(server);
     await listen(server, CONTROL_IP, this.port);
     this.server = server;
@@ -145,6 +141,7 @@ export class ControlApi {
         if (!fn) throw methodNotAllowed(req);
         const out = await fn(req);
         const status = out.status ?? 200;
+        if (out.text !== undefined) return sendText(res, status, out.text);
         if (out.body !== undefined) return { status, body: out.body };
         // Nothing to say (a delete): an empty JSON answer, as restify's send(status) is not.
         res.writeHead(status, { 'content-type': 'application/json', 'content-length': 0 });
@@ -154,6 +151,8 @@ export class ControlApi {
     };
 
     on('/ping', () => ({ GET: answer(() => h.ping()) }));
+    const metrics = h.metrics?.bind(h);
+    if (metrics) on('/metrics', () => ({ GET: async () => ({ text: await metrics() }) }));
     on('/status', () => ({ GET: answer(() => h.status()) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));
     on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
@@ -192,18 +191,37 @@ export class ControlApi {
   }
 }
 
+/** restify's router answers a path no route has, or a method no route takes, itself: the messages are ours. */
+export function answerUnrouted(server: RestifyServer, log: Logger): void {
+  server.on('NotFound', (req: Req, res: Res, _err: unknown, done: () => void) => {
+    sendError(res, notFound(req), log);
+    done();
+  });
+  server.on('MethodNotAllowed', (req: Req, res: Res, _err: unknown, done: () => void) => {
+    res.removeHeader('allow');
+    sendError(res, methodNotAllowed(req), log);
+    done();
+  });
+}
+
+/** A text answer as it is (restify would format a string body as JSON). */
+export function sendText(res: Res, status: number, text: { contentType: string; body: string }): void {
+  res.writeHead(status, { 'content-type': text.contentType, 'content-length': Buffer.byteLength(text.body) });
+  res.end(text.body);
+}
+
 /** Before routing: the Host check, the path, the body (a bad Host or body is answered before any 404). */
 async function admit(req: Req): Promise<void> {
   checkHost(req.headers.host);
   req.url = canonicalUrl(req.url ?? '/');
-  (req as { body?: unknown }).body = await readJsonBody(req);
+  (req as { body?: unknown }).body = await readJsonBody(req, MAX_BODY_BYTES);
 }
 
-function notFound(req: Req): MockcloudError {
+export function notFound(req: Req): MockcloudError {
   return new MockcloudError('ResourceNotFound', `${req.method} ${pathOf(req)} does not exist`);
 }
 
-function methodNotAllowed(req: Req): MockcloudError {
+export function methodNotAllowed(req: Req): MockcloudError {
   return new MockcloudError('MethodNotAllowed', `${req.method} is not allowed on ${pathOf(req)}`);
 }
 
@@ -217,7 +235,7 @@ function segmentsOf(path: string): string[] {
 }
 
 /** The URL as WHATWG URL reads it, without empty path segments; a segment that does not decode is a 400. */
-function canonicalUrl(url: string): string {
+export function canonicalUrl(url: string): string {
   let u: URL;
   try {
     // Prefixed, not resolved against a base: `//x` would otherwise read as a host named x.
@@ -242,24 +260,4 @@ function checkHost(host: string | undefined): void {
   const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
   if (name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name)) return;
   throw new MockcloudError('Forbidden', `the control API only answers loopback requests (Host: ${host})`);
-}
-
-async function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // Drain the whole body even when too large, so the error reply reaches the client.
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_BODY_BYTES) {
-    throw new MockcloudError('RequestEntityTooLarge', `request body is over ${MAX_BODY_BYTES} bytes`);
-  }
-  if (size === 0) return undefined;
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new MockcloudError('InvalidContent', `request body is not valid JSON: ${(err as Error).message}`);
-  }
 }

@@ -22,6 +22,8 @@ export interface DaemonJson {
   state: 'starting' | 'running';
   dataDir: string;
   control: { ip: string; port: number; url: string };
+  /** The live fleet web page (src/ui; `mockcloud ui`); absent with --ui-address none. */
+  ui?: { ip: string; port: number; url: string };
   urls: ServiceUrls;
   bindIp: string;
   /** 'shared': every CN's agent IP is the bind IP; 'loopback': each CN has its own 127.x.y.z. */

@@ -3,7 +3,7 @@
  * own code (and its tests) depend only on the small interfaces in services.ts.
  */
 import path from 'node:path';
-import { CnAgentServer } from '../agents/cn-agent/index.js';
+import { CnAgentServer, type TaskEnd } from '../agents/cn-agent/index.js';
 import type { AgentInstanceAdopter } from '../agents/cn-agent/types.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
@@ -20,6 +20,8 @@ export interface ServiceContext {
   scheduler?: Scheduler;
   /** SAPI adoption of agent instances (agent_install), when a SAPI is configured. */
   agentInstances?: AgentInstanceAdopter;
+  /** Told of every cn-agent task's end (the daemon's metrics). */
+  onTaskEnd?: (task: string, end: TaskEnd, ms: number) => void;
 }
 
 export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
@@ -35,6 +37,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       ...(config.maxQueuedTasks !== undefined ? { maxQueued: config.maxQueuedTasks } : {}),
     },
     ...(config.maxConnections !== undefined ? { connectionLimits: { maxConnections: config.maxConnections } } : {}),
+    ...(ctx.onTaskEnd ? { onTaskEnd: ctx.onTaskEnd } : {}),
     env: {
       log: log.child({ component: 'cn-agent-tasks' }),
       http,

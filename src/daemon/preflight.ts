@@ -1,7 +1,7 @@
 /**
  * What a daemon checks before it writes anything: that no other live daemon uses the data dir,
  * and that the addresses it must listen on are free (the control API's port when one is set,
- * cmon-agent's port, the dev headnode's pinned ports). A start that would fail half-way (after
+ * --metrics-address, cmon-agent's port, the dev headnode's pinned ports). A start that would fail half-way (after
  * seeding a dev DC into the data dir, say) fails here instead, with a message naming the flag
  * to change, and leaves the data dir as it was (not even created).
  *
@@ -62,6 +62,18 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
         'Conflict',
         `the control API cannot listen on 127.0.0.1:${config.controlPort}: ${describeSystemError(err)}; ` +
           `choose another port with ${flagOf('controlPort')}, or 0 for any free port`,
+      );
+    }
+  }
+
+  if (config.metricsAddress) {
+    // Port 0 too: the IP must be one of this host's.
+    const { ip, port } = config.metricsAddress;
+    const err = await probeListen(ip, port);
+    if (err) {
+      throw new MockcloudError(
+        'Conflict',
+        `metrics cannot be served on ${ip}:${port}: ${describeSystemError(err)}; choose another address with ${flagOf('metricsAddress')}`,
       );
     }
   }

@@ -4,6 +4,7 @@
  * (src/vmadm, `Vmadm`). Typed here by what the daemon calls, so tests can stand in for them.
  */
 import type { EventFaultRule } from '../agents/cn-agent/faults.js';
+import type { HistoryEntry } from '../agents/cn-agent/history.js';
 import type { SysinfoIdentity } from '../common/sysinfo.js';
 import type { AgentAddress, CnPower, MockCn } from '../mockcn/types.js';
 import type { VmStore } from '../vmadm/types.js';
@@ -26,6 +27,10 @@ export interface CnAgentHost {
     /** A task-fault event's rule (src/events); absent in stand-ins. */
     addEventRule?(rule: EventFaultRule): string;
   };
+  /** A CN's recent tasks, oldest first (cn-agent's `/history`); absent in stand-ins. */
+  history?(uuid: string): readonly HistoryEntry[] | undefined;
+  /** Tasks answered and their summed time to the answer; absent in stand-ins. */
+  readonly taskLatency?: { readonly count: number; readonly totalMs: number };
   /** Counters for `mockcloud status` (tasks by outcome, ...). */
   stats?(): Record<string, unknown>;
 }

@@ -22,10 +22,21 @@ import { vmCrash, vmReboot } from './kinds/vm.js';
 import { NetworkFaults } from './network.js';
 import { PowerHolds } from './power.js';
 import { selectTargets } from './targets.js';
-import type { EventLogRecord, EventRequest, EventType, EventView } from './types.js';
+import type { EventLogRecord, EventRequest, EventSource, EventType, EventView } from './types.js';
 import { badEvent, validateEvent, validateMark } from './validate.js';
 
 export type { EventsHost } from './kinds/context.js';
+
+/** Where an event or mark came from, as the metrics count it: a scenario's step, or anyone else. */
+export type EventOrigin = 'scenario' | 'api';
+
+/** What the engine has done since it started (the daemon's metrics), kept as plain counts. */
+export interface EventCounts {
+  started: { type: EventType; source: EventOrigin; count: number }[];
+  ended: { type: EventType; reason: string; count: number }[];
+  marks: { source: EventOrigin; count: number }[];
+  active: { type: EventType; count: number }[];
+}
 
 const KINDS: { [T in EventType]: EventKind<T> } = {
   offline,
@@ -62,6 +73,10 @@ export class EventsEngine {
   private readonly network: NetworkFaults;
   private readonly power: PowerHolds;
   private readonly conditions = new Conditions();
+  /** Counts by "<type> <origin>", "<type> <reason>" and "<origin>" (see counts()). */
+  private readonly startedBy = new Map<string, number>();
+  private readonly endedBy = new Map<string, number>();
+  private readonly marksBy = new Map<string, number>();
   private running = false;
 
   constructor(private readonly host: EventsHost) {
@@ -91,6 +106,34 @@ export class EventsEngine {
     this.power.forgetAll();
     this.network.releaseAll();
     await this.log.close();
+  }
+
+  /** What the metrics show of the events: started, ended, marks and active ones, by kind. */
+  counts(): EventCounts {
+    const split = (key: string): [string, string] => key.split(' ', 2) as [string, string];
+    const active = new Map<EventType, number>();
+    for (const ev of this.active.values()) active.set(ev.req.type, (active.get(ev.req.type) ?? 0) + 1);
+    return {
+      started: [...this.startedBy].map(([k, count]) => {
+        const [type, source] = split(k);
+        return { type: type as EventType, source: source as EventOrigin, count };
+      }),
+      ended: [...this.endedBy].map(([k, count]) => {
+        const [type, reason] = split(k);
+        return { type: type as EventType, reason, count };
+      }),
+      marks: [...this.marksBy].map(([source, count]) => ({ source: source as EventOrigin, count })),
+      active: [...active].map(([type, count]) => ({ type, count })),
+    };
+  }
+
+  /**
+   * What events do to this CN right now: taken offline (offline, flap), cut off the network
+   * (partition), or nothing.
+   */
+  faultState(uuid: string): 'offline' | 'partitioned' | undefined {
+    if (this.power.isHeld(uuid)) return 'offline';
+    return this.network.isBlocked(uuid) ? 'partitioned' : undefined;
   }
 
   list(): { active: EventView[] } {
@@ -141,6 +184,7 @@ export class EventsEngine {
       throw e;
     }
     await this.log.append(this.record(ev, 'start'));
+    bump(this.startedBy, `${req.type} ${originOf(req.source)}`);
     this.host.log.info({ event: id, type: req.type, servers: servers.length, durationMs: req.durationMs }, 'event started');
     if (!this.active.has(id)) return view(ev);
     if (req.durationMs !== undefined) {
@@ -174,6 +218,7 @@ export class EventsEngine {
     if (!this.running) throw new MockcloudError('ServiceUnavailable', 'the events engine is not running');
     const time = new Date().toISOString();
     await this.log.append({ time, phase: 'mark', label: m.label, ...(m.source ? { source: m.source } : {}) });
+    bump(this.marksBy, originOf(m.source));
     return { time, label: m.label };
   }
 
@@ -190,6 +235,7 @@ export class EventsEngine {
       this.host.log.warn({ err, event: id }, 'undoing an event failed');
     }
     await this.log.append({ ...this.record(ev, 'end'), reason });
+    bump(this.endedBy, `${ev.req.type} ${reason}`);
     this.host.log.info({ event: id, type: ev.req.type, reason }, 'event ended');
     return true;
   }
@@ -242,6 +288,15 @@ export class EventsEngine {
       ...(ev.vms.length > 0 ? { vms: ev.vms } : {}),
     };
   }
+}
+
+function bump(m: Map<string, number>, key: string): void {
+  m.set(key, (m.get(key) ?? 0) + 1);
+}
+
+/** A scenario's step names its scenario in `source` (src/scenarios/runner.ts). */
+function originOf(source: EventSource | undefined): EventOrigin {
+  return source?.scenario !== undefined ? 'scenario' : 'api';
 }
 
 function view(ev: ActiveEvent): EventView {

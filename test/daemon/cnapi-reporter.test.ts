@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
-import { CnapiReporter } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
+import { CnapiReporter, HEARTBEAT_JOB } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
 import { backoffDelay, DEFAULT_REPORTER_TIMINGS, type ReporterTimings } from '../../src/agents/cn-agent/cnapi-reporter/timings.js';
 import { buildStatusSample } from '../../src/agents/cn-agent/cnapi-reporter/status-sample.js';
 import { JsonHttpClient } from '../../src/common/http-client.js';
@@ -98,6 +98,24 @@ describe('CNAPI reporter', () => {
     await waitFor(() => reporter.failingCns.heartbeat === cns.length, 10_000, 'every CN failing');
     expect(Date.now() - hungAt).toBeLessThan(FAST.heartbeatIntervalMs! + 300 + 700);
     expect(reporter.lastFailure).toMatchObject({ kind: 'heartbeat', reason: expect.stringMatching(/timed out after 300 ms/) });
+  });
+
+  // Ahead of a full heap collection (about 1 s at 10,000 CNs) the daemon sends the heartbeats
+  // that would fall due during it: early, not late.
+  it('sends ahead, at once, every heartbeat due within a window, and keeps the interval after it', async () => {
+    startReporter({ ...FAST, heartbeatIntervalMs: 60_000 });
+    const cns = Array.from({ length: 5 }, (_, i) => makeCn(43000 + i).cn);
+    for (const cn of cns) reporter.attach(cn);
+    const beats = () => cnapi.find('POST', /\/events\/heartbeat$/).length;
+    await waitFor(() => beats() === cns.length, 10_000, 'first heartbeats');
+    expect(scheduler.runAhead(HEARTBEAT_JOB, 1000)).toBe(0);
+    const sentAt = Date.now();
+    expect(scheduler.runAhead(HEARTBEAT_JOB, 61_000)).toBe(cns.length);
+    await waitFor(() => beats() === 2 * cns.length, 2000, 'heartbeats sent ahead');
+    expect(Date.now() - sentAt).toBeLessThan(2000);
+    for (const cn of cns) expect(cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`))).toHaveLength(2);
+    // The next ones follow the interval again.
+    expect(scheduler.runAhead(HEARTBEAT_JOB, 1000)).toBe(0);
   });
 
   it('uses the real agent\'s intervals by default', () => {

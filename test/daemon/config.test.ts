@@ -145,6 +145,28 @@ describe('daemon configuration', () => {
     await expect(bad({ maxConnections: '-5' })).rejects.toThrow(/--max-connections/);
   });
 
+  it('takes --metrics-address as IP[:PORT] (8881 by default, 0 any) from a flag, env, file or mdata, and refuses a bad one', async () => {
+    const none = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect(none.metricsAddress).toBeUndefined();
+    const flag = await resolveConfig({ flags: { dataDir: dir, metricsAddress: '127.0.0.1:0' }, env: {}, mdata: noMdata });
+    expect(flag.metricsAddress).toEqual({ ip: '127.0.0.1', port: 0 });
+    const env = await resolveConfig({ flags: { dataDir: dir }, env: { MOCKCLOUD_METRICS_ADDRESS: '[::1]:9100' }, mdata: noMdata });
+    expect(env.metricsAddress).toEqual({ ip: '::1', port: 9100 });
+    await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ metricsAddress: '10.99.99.42' }));
+    const file = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
+    expect(file.metricsAddress).toEqual({ ip: '10.99.99.42', port: 8881 });
+    expect(file.sources.metricsAddress).toBe('file');
+    await fsp.rm(path.join(dir, 'config.json'));
+    const md = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: staticMdata({ mockcloudMetricsAddress: '10.99.99.42:9200' }) });
+    expect(md.metricsAddress).toEqual({ ip: '10.99.99.42', port: 9200 });
+    expect(md.sources.metricsAddress).toBe('mdata');
+    for (const bad of ['metrics.example.com:8881', '10.0.0.1:', '10.0.0.1:99999']) {
+      await expect(resolveConfig({ flags: { dataDir: dir, metricsAddress: bad }, env: {}, mdata: noMdata })).rejects.toThrow(
+        /--metrics-address \/ MOCKCLOUD_METRICS_ADDRESS/,
+      );
+    }
+  });
+
   it('takes the task and connection bounds from flags, env or file', async () => {
     const c = await resolveConfig({
       flags: { dataDir: dir, maxTasks: '64', maxQueuedTasks: '0' },

@@ -3,7 +3,7 @@
  * the last one left and has stopped growing (after a start or a bulk creation), never while it
  * is still growing and never for a small heap.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createQuietLogger } from '../../src/common/log.js';
 import { HeapReclaimer, oldSpaceUsedBytes, RECLAIM_FLOOR_BYTES, shouldReclaim } from '../../src/daemon/heap-policy.js';
 
@@ -42,6 +42,41 @@ describe('heap policy', () => {
     reclaimer.sample(); // 240: quiet
     expect(collected).toBe(2);
     expect(reclaimer.collections).toBe(2);
+  });
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('awaits the daemon\'s preparation before a collection, with the pause it expects', async () => {
+    const heap = [400 * MB, 400 * MB, 400 * MB, 200 * MB, 300 * MB, 300 * MB, 300 * MB, 150 * MB];
+    let i = 0;
+    const order: string[] = [];
+    const expected: number[] = [];
+    let clock = 0;
+    vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const reclaimer = new HeapReclaimer({
+      log: createQuietLogger(),
+      oldSpaceUsed: () => heap[Math.min(i++, heap.length - 1)]!,
+      collect: () => {
+        order.push('collect');
+        clock += 800; // the first collection of 400 MB takes 800 ms
+      },
+      beforePause: async (ms) => {
+        expected.push(ms);
+        await new Promise((r) => setImmediate(r));
+        order.push('prepared');
+      },
+    });
+    await reclaimer.sample(); // 400: first sample
+    await reclaimer.sample(); // 400: large and quiet
+    expect(order).toEqual(['prepared', 'collect']);
+    // A first guess from old space, then the last pause scaled by old space (800 ms for 400 MB).
+    expect(expected[0]).toBe(1200);
+    await reclaimer.sample(); // 300 after 200: grown 1.5x, still growing
+    await reclaimer.sample(); // 300: quiet
+    expect(order).toEqual(['prepared', 'collect', 'prepared', 'collect']);
+    expect(expected[1]).toBe(600);
   });
 
   it('really collects without --expose-gc on the command line', async () => {

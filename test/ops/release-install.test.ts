@@ -121,7 +121,8 @@ describe('the release tarball', () => {
   });
 
   it('holds the compiled code, production dependencies only, the command, SMF files, tools and docs', async () => {
-    for (const f of ['dist/src/cli/main.js', 'smf/manifests/mockcloud.xml', 'smf/manifests/mockcloud-setup.xml', 'docs/operator-guide.md', 'package.json']) {
+    // The fleet page (src/ui/page, copied by the build) and the charting library it loads from node_modules.
+    for (const f of ['dist/src/cli/main.js', 'dist/src/ui/page/index.html', 'dist/src/ui/page/app.js', 'node_modules/uplot/dist/uPlot.esm.js', 'smf/manifests/mockcloud.xml', 'smf/manifests/mockcloud-setup.xml', 'docs/operator-guide.md', 'package.json']) {
       expect(existsSync(path.join(install, f)), f).toBe(true);
     }
     for (const f of ['bin/mockcloud', 'bin/mockcloud-node', 'smf/method/mockcloud', 'smf/method/mockcloud-setup', 'tools/mockcloud-deploy', 'tools/nightly-setup-hook']) {
@@ -130,7 +131,7 @@ describe('the release tarball', () => {
     const modules = await readdir(path.join(install, 'node_modules'));
     for (const dep of ['restify', 'bunyan', 'triton-netconfig', 'vmadm', 'yargs', 'ws', 'tar']) expect(modules).toContain(dep);
     // Tests' and build's packages stay out: sdc-clients is only the tests' CNAPI/VMAPI/NAPI client.
-    for (const dev of ['vitest', 'typescript', 'sdc-clients', '@types']) expect(modules).not.toContain(dev);
+    for (const dev of ['vitest', 'typescript', 'sdc-clients', 'playwright-core', '@types']) expect(modules).not.toContain(dev);
     expect(existsSync(path.join(install, 'src'))).toBe(false);
     expect(existsSync(path.join(install, 'test'))).toBe(false);
   });

@@ -75,6 +75,43 @@ async function summariseProfile(file: string, top = 25): Promise<string[]> {
     .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 
+interface DaemonStatus {
+  servers: number;
+  registered: number;
+  deletingServers?: unknown[];
+  http?: { backgroundQueued?: number };
+  agents?: Record<string, Record<string, number> | undefined>;
+}
+
+/**
+ * Wait until the daemon has finished the background work a create or a delete leaves (SAPI
+ * adoption or instance deletes, the agents' first syncs, CNAPI registration) and its CPU is
+ * quiet, so that the next command is not charged with the last one's tail. Returns the seconds
+ * waited and the daemon CPU seconds spent meanwhile.
+ */
+async function settle(controlUrl: string, cpu: () => number): Promise<{ seconds: number; cpuS: number }> {
+  const t0 = performance.now();
+  const cpu0 = cpu();
+  let lastCpu = cpu0;
+  for (let i = 0; i < 1200; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    const st = (await (await fetch(`${controlUrl}/status`)).json()) as DaemonStatus;
+    const sapi = st.agents?.['sapi-instances'];
+    const busy =
+      st.registered < st.servers ||
+      (st.deletingServers?.length ?? 0) > 0 ||
+      (st.http?.backgroundQueued ?? 0) > 0 ||
+      (sapi?.pendingCns ?? 0) > 0 ||
+      (sapi?.pendingDeletes ?? 0) > 0;
+    const now = cpu();
+    // Under 10 % of a core over the last quarter second.
+    const quiet = now - lastCpu < 0.025;
+    lastCpu = now;
+    if (!busy && quiet) return { seconds: (performance.now() - t0) / 1000, cpuS: now - cpu0 };
+  }
+  throw new Error('the daemon did not settle within 300 s');
+}
+
 async function main(): Promise<void> {
   const a = yargs(hideBin(process.argv))
     .option('count', { type: 'number', default: 1000, describe: 'CNs created, then deleted, each round' })
@@ -105,23 +142,28 @@ async function main(): Promise<void> {
     // The daemon's CPU time (it hosts the dev headnode too): on a machine shared with other
     // work the wall clock says little, the CPU seconds per CN say what one core could do.
     const cpu = (): number => parseCpuSeconds(readFileSync(`/proc/${daemon.pid}/stat`, 'utf8'), clockTicksPerSecond());
+    const controlUrl = (JSON.parse(await fsp.readFile(path.join(dataDir, 'daemon.json'), 'utf8')) as { control: { url: string } }).control.url;
+    const started = await settle(controlUrl, cpu);
+    console.log(`daemon start settled after ${started.seconds.toFixed(2)} s more`);
+    const line = (what: string, ms: number, cpuS: number, after: { seconds: number; cpuS: number }): string =>
+      `${what}: ${(ms / 1000).toFixed(2)} s = ${((a.count * 1000) / ms).toFixed(1)} CNs/s; daemon CPU ${cpuS.toFixed(2)} s ` +
+      `(${((cpuS * 1000) / a.count).toFixed(2)} ms per CN, ${((100 * cpuS * 1000) / ms).toFixed(0)} % of a core); ` +
+      `background done ${after.seconds.toFixed(2)} s later (CPU ${after.cpuS.toFixed(2)} s): ` +
+      `${((a.count * 1000) / (ms + after.seconds * 1000)).toFixed(1)} CNs/s all told`;
     for (let round = 1; round <= a.rounds; round++) {
       const cpu0 = cpu();
       const c = await run(['create-servers', String(a.count), '--data-dir', dataDir], 600_000);
       if (c.code !== 0) throw new Error(`create-servers failed: ${c.stderr}`);
       const cpu1 = cpu();
-      if (a['create-only']) {
-        console.log(`round ${round}: create-servers ${a.count}: ${(c.ms / 1000).toFixed(2)} s = ${((a.count * 1000) / c.ms).toFixed(1)} CNs/s; daemon CPU ${(cpu1 - cpu0).toFixed(2)} s`);
-        break;
-      }
+      const afterCreate = await settle(controlUrl, cpu);
+      console.log(`round ${round}: ${line(`create-servers ${a.count}`, c.ms, cpu1 - cpu0, afterCreate)}`);
+      if (a['create-only']) break;
+      const cpu2 = cpu();
       const d = await run(['delete-servers', '--all', '--data-dir', dataDir], 600_000);
       if (d.code !== 0) throw new Error(`delete-servers failed: ${d.stderr}`);
-      const cpu2 = cpu();
-      const line = (what: string, ms: number, cpuS: number): string =>
-        `${what}: ${(ms / 1000).toFixed(2)} s = ${((a.count * 1000) / ms).toFixed(1)} CNs/s; daemon CPU ${cpuS.toFixed(2)} s ` +
-        `(${((cpuS * 1000) / a.count).toFixed(2)} ms per CN, ${(100 * cpuS * 1000 / ms).toFixed(0)} % of a core)`;
-      console.log(`round ${round}: ${line(`create-servers ${a.count}`, c.ms, cpu1 - cpu0)}`);
-      console.log(`round ${round}: ${line('delete-servers --all', d.ms, cpu2 - cpu1)}`);
+      const cpu3 = cpu();
+      const afterDelete = await settle(controlUrl, cpu);
+      console.log(`round ${round}: ${line('delete-servers --all', d.ms, cpu3 - cpu2, afterDelete)}`);
     }
   } finally {
     daemon.kill('SIGTERM');

@@ -4,7 +4,7 @@
  * (sysinfo registration, agents, heartbeats, status) lives in ./cnapi-reporter.
  */
 export { CnAgentServer, type CnAgentServerOptions, type RejectionCounters } from './server.js';
-export { TaskRunner, DEFAULT_TASK_TIMEOUT_SECONDS, type TaskCounters, type TaskOutcome } from './runner.js';
+export { TaskRunner, DEFAULT_TASK_TIMEOUT_SECONDS, type TaskCounters, type TaskEnd, type TaskOutcome } from './runner.js';
 export { FaultInjector, validateFaultSpec, type FaultEffect, type FaultRule, type FaultSpec } from './faults.js';
 export { HISTORY_SIZE, type HistoryEntry, type HistoryMessage } from './history.js';
 export { TASKS, TASK_REGISTRY, findTask } from './tasks/index.js';

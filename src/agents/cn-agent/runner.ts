@@ -65,8 +65,13 @@ export interface TaskCounters {
   aborted: number;
 }
 
+/** How a task ended, as the metrics name it (TaskCounters' kinds). */
+export type TaskEnd = 'succeeded' | 'failed' | 'crashed' | 'timed_out' | 'aborted';
+
 export interface TaskRunnerOptions {
   log: Logger;
+  /** Told once per task as its reply is settled: how it ended and how long it took (ms). */
+  onTaskEnd?: (task: string, end: TaskEnd, ms: number) => void;
   env: TaskEnvironment;
   timeoutSeconds?: number;
   faults?: FaultInjector;
@@ -79,14 +84,18 @@ type Settled = { kind: 'ok'; result: TaskResult | undefined } | { kind: 'error';
 export class TaskRunner {
   readonly faults: FaultInjector;
   readonly counters: TaskCounters = { started: 0, succeeded: 0, failed: 0, crashed: 0, timedOut: 0, aborted: 0 };
+  /** Tasks answered and their summed time to the answer (ms): a mean latency between two reads. */
+  readonly latency = { count: 0, totalMs: 0 };
   readonly timeoutSeconds: number;
   private readonly log: Logger;
   private readonly env: TaskEnvironment;
   private running = 0;
   private readonly taskLogWriter: TaskLogWriter | undefined;
+  private readonly onTaskEnd: TaskRunnerOptions['onTaskEnd'];
 
   constructor(opts: TaskRunnerOptions) {
     this.log = opts.log;
+    this.onTaskEnd = opts.onTaskEnd;
     this.env = opts.env;
     this.timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_TASK_TIMEOUT_SECONDS;
     this.faults = opts.faults ?? new FaultInjector();
@@ -102,6 +111,7 @@ export class TaskRunner {
     const { slot, task } = r;
     const cn = slot.cn;
     const startedAt = Date.now();
+    const t0 = performance.now();
     const entry = slot.history.start(task.name, r.params, new Date(startedAt));
     const logFile = new TaskLogBuffer({ task: task.name, req_id: r.reqId, server: cn.uuid });
     const log = logFile.taskLog(entry);
@@ -167,13 +177,16 @@ export class TaskRunner {
     if (task.logParams === false) logFile.bunyan.info('Not logging task params for %s (log_params=false)', task.name);
     else logFile.bunyan.info({ params: entry.params }, '%s task params', task.name);
 
-    let settle!: (o: TaskOutcome) => void;
+    let settle!: (o: TaskOutcome, end: TaskEnd) => void;
     let replied = false;
     const outcome = new Promise<TaskOutcome>((resolve) => {
-      settle = (o) => {
+      settle = (o, end) => {
         if (replied) return;
         replied = true;
+        this.latency.count++;
+        this.latency.totalMs += Date.now() - startedAt;
         resolve(o);
+        this.onTaskEnd?.(task.name, end, performance.now() - t0);
       };
     });
 
@@ -185,7 +198,7 @@ export class TaskRunner {
       event('finish', {});
       finishEntry(entry, 'failed');
       log.error('task timed out after %d seconds', this.timeoutSeconds);
-      settle({ statusCode: 500, body });
+      settle({ statusCode: 500, body }, 'timed_out');
       controller.abort(new Error(`task timed out after ${this.timeoutSeconds} seconds`));
     }, timeoutMs);
     timer.unref?.();
@@ -196,7 +209,7 @@ export class TaskRunner {
       const body = event('error', { error: `task aborted: ${reasonOf(signal).message}` });
       event('finish', {});
       finishEntry(entry, 'failed');
-      settle({ statusCode: 500, body });
+      settle({ statusCode: 500, body }, 'aborted');
     };
     signal.addEventListener('abort', onAbort, { once: true });
 
@@ -226,13 +239,13 @@ export class TaskRunner {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         try {
-          if (!replied) settle(this.finish(res, ctx, entry, event, () => progress));
+          if (!replied) settle(...this.finish(res, ctx, entry, event, () => progress));
           else if (res.kind === 'error' && !signal.aborted) log.warn({ err: res.err }, 'task failed after its reply');
         } catch (err) {
           // Never leave a request hanging, whatever went wrong in recording the outcome.
           this.log.error({ err, server: cn.uuid, task: task.name }, 'cannot record task outcome');
           finishEntry(entry, 'failed');
-          settle({ statusCode: 500, body: event('error', { error: `task ${task.name} failed: ${(err as Error).message}` }) });
+          settle({ statusCode: 500, body: event('error', { error: `task ${task.name} failed: ${(err as Error).message}` }) }, 'crashed');
         }
         this.running--;
         slot.running.delete(controller);
@@ -258,7 +271,7 @@ export class TaskRunner {
     entry: Parameters<typeof finishEntry>[0],
     event: (name: string, payload: Record<string, unknown>) => Record<string, unknown>,
     progress: () => number,
-  ): TaskOutcome {
+  ): [TaskOutcome, TaskEnd] {
     const toHundred = () => {
       if (progress() < 100) ctx.progress(100);
     };
@@ -269,9 +282,9 @@ export class TaskRunner {
       const value = res.result ?? {};
       if (Array.isArray(value) || typeof value === 'string') {
         recordEvent(entry, 'finish', value);
-        return { statusCode: 200, body: value };
+        return [{ statusCode: 200, body: value }, 'succeeded'];
       }
-      return { statusCode: 200, body: event('finish', value) };
+      return [{ statusCode: 200, body: event('finish', value) }, 'succeeded'];
     }
     const err = res.err;
     if (err instanceof TaskError) {
@@ -283,7 +296,7 @@ export class TaskRunner {
       event('finish', err.finishValue ?? {});
       finishEntry(entry, 'finished');
       ctx.log.error(err.message);
-      return { statusCode: 500, body };
+      return [{ statusCode: 500, body }, 'failed'];
     }
     // A task that threw: a bug or an unexpected store error. It fails alone.
     this.counters.crashed++;
@@ -296,7 +309,7 @@ export class TaskRunner {
     const body = event('error', payload);
     event('finish', {});
     finishEntry(entry, 'failed');
-    return { statusCode: 500, body };
+    return [{ statusCode: 500, body }, 'crashed'];
   }
 }
 

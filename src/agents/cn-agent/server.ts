@@ -28,9 +28,10 @@ import type { Logger } from '../../common/log.js';
 import type { AgentAddress, CnPower, MockCn } from '../../mockcn/types.js';
 import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
+import type { HistoryEntry } from './history.js';
 import { DEFAULT_MAX_BODY_BYTES, readJsonObjectBody } from './http-body.js';
 import { listen, PortAllocator, type PortRange } from './listeners.js';
-import { TaskRunner } from './runner.js';
+import { TaskRunner, type TaskRunnerOptions } from './runner.js';
 import { StreamListeners } from './stream-listeners.js';
 import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
@@ -61,6 +62,8 @@ export interface CnAgentServerOptions {
    * task's real value (30 s for exec and copy, 60 s for stats and build).
    */
   streamTimeoutMs?: number;
+  /** Told of every task's end (the daemon's metrics; see TaskRunnerOptions). */
+  onTaskEnd?: TaskRunnerOptions['onTaskEnd'];
 }
 
 /** Requests refused before any task ran, by reason, for `mockcloud status`. */
@@ -119,6 +122,7 @@ export class CnAgentServer {
       env: { ...opts.env, streams: this.streams },
       ...(this.taskLog ? { taskLog: this.taskLog } : {}),
       ...(opts.taskTimeoutSeconds !== undefined ? { timeoutSeconds: opts.taskTimeoutSeconds } : {}),
+      ...(opts.onTaskEnd ? { onTaskEnd: opts.onTaskEnd } : {}),
     });
     this.http = this.createRestifyServer();
     this.connections = new ConnectionGuard(opts.connectionLimits);
@@ -173,6 +177,16 @@ export class CnAgentServer {
       admission: this.admission.stats(),
       faults: this.runner.faults.size,
     };
+  }
+
+  /** A CN's recent tasks, oldest first (what its `GET /history` serves); undefined if not attached. */
+  history(uuid: string): readonly HistoryEntry[] | undefined {
+    return this.slots.get(uuid)?.history.entries;
+  }
+
+  /** Tasks answered and their summed time to the answer (TaskRunner.latency). */
+  get taskLatency(): { readonly count: number; readonly totalMs: number } {
+    return this.runner.latency;
   }
 
   /** Where a CN's agent listens, if attached. */

@@ -5,6 +5,7 @@
  */
 import type http from 'node:http';
 import { MockcloudError, toMockcloudError } from '../../../src/common/errors.js';
+import { readJsonBody as readCommonJsonBody } from '../../../src/common/json-body.js';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -70,21 +71,8 @@ function decodeSegment(s: string): string {
   }
 }
 
-export async function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_BODY_BYTES) throw new MockcloudError('RequestEntityTooLarge', `request body is over ${MAX_BODY_BYTES} bytes`);
-  if (size === 0) return undefined;
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new MockcloudError('InvalidContent', `request body is not valid JSON: ${(err as Error).message}`);
-  }
+export function readJsonBody(req: http.IncomingMessage): Promise<unknown> {
+  return readCommonJsonBody(req, MAX_BODY_BYTES);
 }
 
 export function sendReply(res: http.ServerResponse, reply: SinkReply): void {

@@ -32,6 +32,9 @@ const SYSINFO = 1;
 const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
+
+/** The scheduler's kind of the heartbeat jobs (`Scheduler.runAhead`). */
+export const HEARTBEAT_JOB = 'cnapi-heartbeat';
 const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -49,6 +52,12 @@ export interface CnapiReporterOptions {
   defaultAgentVersion?: string;
   /** Called once per failed request (for `mockcloud status` error counts). */
   onError?: (kind: MessageKind) => void;
+  /**
+   * Called as each heartbeat goes out after the first: how long after it was due (the
+   * previous one's end plus the interval) it went, in ms. A slow-heartbeat event's lateness,
+   * the scheduler's and a wait behind the CN's other messages all count (the daemon's metrics).
+   */
+  onHeartbeatLate?: (ms: number) => void;
 }
 
 export interface ReporterCounters {
@@ -66,10 +75,14 @@ class CnLink {
   sysinfoGen = 0;
   sentGen = -1;
   attempt = 0;
+  /** When the next heartbeat is due without any lateness (scheduler clock); 0: the first. */
+  heartbeatDueAt = 0;
   /** Bit set of kinds whose last request failed (log on change only: no log storms). */
   failing = 0;
   statusDirty = false;
   lastStatusAt = 0;
+  /** When CNAPI last accepted a heartbeat of this CN (epoch ms; 0: none yet). */
+  lastHeartbeatAt = 0;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -98,6 +111,7 @@ export class CnapiReporter implements MockCnHooks {
   private readonly cnapiUrl: string | undefined;
   private readonly defaultVersion: string;
   private readonly onError: ((kind: MessageKind) => void) | undefined;
+  private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
   private running = false;
 
   constructor(opts: CnapiReporterOptions) {
@@ -108,6 +122,7 @@ export class CnapiReporter implements MockCnHooks {
     this.timings = resolveTimings(opts.timings);
     this.defaultVersion = opts.defaultAgentVersion ?? '2.15.0';
     this.onError = opts.onError;
+    this.onHeartbeatLate = opts.onHeartbeatLate;
   }
 
   get standalone(): boolean {
@@ -123,6 +138,11 @@ export class CnapiReporter implements MockCnHooks {
   stop(): void {
     this.running = false;
     for (const link of this.links.values()) this.cancelJobs(link);
+  }
+
+  /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
+  lastHeartbeatAt(uuid: string): number | undefined {
+    return this.links.get(uuid)?.lastHeartbeatAt || undefined;
   }
 
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
@@ -258,6 +278,7 @@ export class CnapiReporter implements MockCnHooks {
         void this.sendStatus(link);
         return;
       case HEARTBEAT:
+        if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
         void this.sendHeartbeat(link);
         return;
     }
@@ -293,7 +314,7 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HEARTBEAT_JOB);
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -309,11 +330,12 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private async sendHeartbeat(link: CnLink): Promise<void> {
-    await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {});
+    if ((await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {})) === true) link.lastHeartbeatAt = Date.now();
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
+      link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HEARTBEAT_JOB);
     }
     this.done(link);
   }

@@ -1,0 +1,93 @@
+/**
+ * What the fleet page reads from the daemon and may ask of it, as one small interface the
+ * daemon implements (src/daemon/fleet-page.ts): the page's server never reaches into the
+ * daemon's objects, and the daemon stays the only owner of the fleet.
+ */
+import type { HistoryEntry } from '../agents/cn-agent/history.js';
+import type { EventView } from '../events/types.js';
+import type { MockCn } from '../mockcn/types.js';
+import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
+
+/** A mock CN as the page shows it. */
+export interface PageCn extends MockCn {
+  readonly hostname: string;
+}
+
+/** Running totals since the daemon started; the feed turns them into rates. */
+export interface FleetCounters {
+  /** Heartbeats CNAPI accepted. */
+  heartbeats: number;
+  /** cn-agent tasks started. */
+  tasks: number;
+  /** Tasks answered, and their summed time to the answer (ms). */
+  tasksAnswered: number;
+  taskMsTotal: number;
+  /** Failures: the daemon's error counts (CNAPI/VMAPI/NAPI requests, ...) plus failed tasks. */
+  errors: number;
+}
+
+export interface FleetSource {
+  list(): readonly PageCn[];
+  get(uuid: string): PageCn | undefined;
+  /** When CNAPI last accepted the CN's heartbeat (epoch ms). */
+  lastHeartbeatAt(uuid: string): number | undefined;
+  /** The CNs' heartbeat interval (ms). */
+  readonly heartbeatIntervalMs: number;
+  /** False when no CNAPI is configured (standalone): nothing heartbeats, nothing is late. */
+  readonly heartbeats: boolean;
+  activeEvents(): readonly EventView[];
+  /** `<data-dir>/events.jsonl`: the events applied before, for a CN's detail. */
+  readonly eventLogPath: string;
+  taskHistory(uuid: string): readonly HistoryEntry[] | undefined;
+  counters(): FleetCounters;
+  /** The control API's own POST /events and DELETE /events/:id handlers (same validation). */
+  startEvent(body: unknown): Promise<unknown>;
+  endEvent(id: string): Promise<unknown>;
+}
+
+/** A cell's state, by index in the feed's `states` legend. */
+export const CELL_STATES = ['running', 'late', 'offline', 'partitioned', 'rebooting', 'starting'] as const;
+export type CellState = (typeof CELL_STATES)[number];
+export const RUNNING = 0;
+export const LATE = 1;
+export const OFFLINE = 2;
+export const PARTITIONED = 3;
+export const REBOOTING = 4;
+export const STARTING = 5;
+
+/** Heartbeats older than this are late: two intervals and a second (CNAPI's 11 s at 5 s). */
+export function lateAfterMs(heartbeatIntervalMs: number): number {
+  return heartbeatIntervalMs * 2 + 1000;
+}
+
+/**
+ * A CN's state for its cell: down is offline when an offline or flap event holds it, else
+ * rebooting (MockCn.power); up, partitioned while a partition event cuts it off, starting until
+ * registered and heartbeating, late when its last heartbeat is older than `lateMs`.
+ */
+export function cellState(cn: MockCn, events: ReadonlySet<string> | undefined, lastHeartbeat: number | undefined, now: number, lateMs: number, heartbeats: boolean): number {
+  if (cn.power === 'down') return events?.has('offline') || events?.has('flap') ? OFFLINE : REBOOTING;
+  if (events?.has('partition')) return PARTITIONED;
+  if (!cn.registered) return STARTING;
+  if (!heartbeats) return RUNNING;
+  if (lastHeartbeat === undefined) return STARTING;
+  return now - lastHeartbeat > lateMs ? LATE : RUNNING;
+}
+
+/** The fleet's compute nodes: the dev DC's headnode server gets no cell. */
+export function isComputeNode(cn: MockCn): boolean {
+  return !isHeadnodeSysinfo(cn.sysinfo);
+}
+
+/** Active event types by server uuid. */
+export function eventsByServer(events: readonly EventView[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const ev of events) {
+    for (const uuid of ev.servers) {
+      let set = out.get(uuid);
+      if (!set) out.set(uuid, (set = new Set()));
+      set.add(ev.type);
+    }
+  }
+  return out;
+}
