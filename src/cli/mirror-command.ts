@@ -14,7 +14,7 @@ import { resolveConfig, type DaemonConfig } from '../daemon/config.js';
 import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { capture, type CaptureUrls } from '../mirror/capture.js';
-import type { RecordKind } from '../mirror/format.js';
+import { RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
 import { load, type LoadReport } from '../mirror/load.js';
 import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
 import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
@@ -75,17 +75,6 @@ function interruptible(): { signal: AbortSignal; done(): void } {
   return { signal: ac.signal, done: () => process.off('SIGINT', onSigint) };
 }
 
-const UNITS: Record<RecordKind, string> = {
-  nic_tag: 'NIC tags',
-  network: 'networks',
-  network_pool: 'network pools',
-  image: 'images',
-  package: 'packages',
-  server: 'servers',
-  vm: 'VMs',
-  nic: 'NICs',
-};
-
 /** One progress phase per kind of record. */
 function progressByKind(verb: string): { update(kind: RecordKind, done: number, total?: number): void; stop(): void } {
   const progress = new Progress();
@@ -94,7 +83,7 @@ function progressByKind(verb: string): { update(kind: RecordKind, done: number, 
     update(kind, done, total) {
       if (kind !== current) {
         current = kind;
-        progress.start(verb, total ?? done, UNITS[kind]);
+        progress.start(verb, total ?? done, RECORD_KIND_NAMES[kind]);
       }
       progress.update(done, 0, total ?? done);
     },

@@ -23,6 +23,18 @@ export const CAPTURE_VERSION = 1;
 export const RECORD_KINDS = ['nic_tag', 'network', 'network_pool', 'image', 'package', 'server', 'vm', 'nic'] as const;
 export type RecordKind = (typeof RECORD_KINDS)[number];
 
+/** What a kind of record is called in progress lines and reports. */
+export const RECORD_KIND_NAMES: Record<RecordKind, string> = {
+  nic_tag: 'NIC tags',
+  network: 'networks',
+  network_pool: 'network pools',
+  image: 'images',
+  package: 'packages',
+  server: 'servers',
+  vm: 'VMs',
+  nic: 'NICs',
+};
+
 export type Obj = Record<string, unknown>;
 
 export interface CaptureHeader {

@@ -33,7 +33,7 @@ import type { HttpResponse, JsonHttpClient } from '../common/http-client.js';
 import { retryWithBackoff } from '../common/retry.js';
 import { repeatableUuidFromHex } from '../common/uuid.js';
 import { ALL_BRANDS } from '../vmadm/properties.js';
-import { readCapture, RECORD_KINDS, verifyCapture, type CaptureHeader, type Obj, type RecordKind } from './format.js';
+import { readCapture, RECORD_KIND_NAMES, RECORD_KINDS, verifyCapture, type CaptureHeader, type Obj, type RecordKind } from './format.js';
 import { hardwareOf } from './hardware.js';
 import { isAdminNetwork } from './redact.js';
 
@@ -134,7 +134,14 @@ class Loader {
       const data = item.data;
       await pool.run(async () => {
         const outcome = await this.one(k, data).catch((err: unknown) => {
-          this.fail(k, String(data.uuid ?? data.name ?? data.mac ?? '?'), err);
+          const id = String(data.uuid ?? data.name ?? data.mac ?? '?');
+          // The loading DC said no to what it was asked (a 4xx): a re-run would not change
+          // that; it is something the DC cannot reproduce, not a failure.
+          if (err instanceof Refused) {
+            this.note(`${RECORD_KIND_NAMES[k]} the loading DC refused`, `${id}: ${err.message}`);
+            return 'skipped' as const;
+          }
+          this.fail(k, id, err);
           return 'failed' as const;
         });
         if (outcome) this.counts[k][outcome]++;
@@ -401,7 +408,9 @@ class Loader {
         continue;
       }
       const b = res.body as { code?: string; message?: string } | undefined;
-      throw new MockcloudError('BadGateway', `the daemon could not create server ${uuid}: ${b?.message ?? `HTTP ${res.status}`}`);
+      const message = `the daemon could not create server ${uuid}: ${b?.message ?? `HTTP ${res.status}`}`;
+      if (res.status >= 400 && res.status < 500) throw new Refused(message);
+      throw new MockcloudError('BadGateway', message);
     }
   }
 
@@ -578,10 +587,20 @@ function taskError(res: HttpResponse): string {
   return `HTTP ${res.statusCode} ${JSON.stringify(b)}`;
 }
 
-function httpError(method: string, url: string, res: HttpResponse): MockcloudError {
-  const b = res.body as { code?: string; message?: string } | undefined;
-  return new MockcloudError('BadGateway', `${method} ${url}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`);
+/** A 4xx of the loading DC: it will not take what it was given (see Loader.run). */
+class Refused extends MockcloudError {
+  constructor(message: string) {
+    super('BadGateway', message);
+  }
 }
+
+function httpError(method: string, url: string, res: HttpResponse): MockcloudError {
+  const b = res.body as { code?: string; message?: string; errors?: { field?: string; message?: string }[] } | undefined;
+  const fields = Array.isArray(b?.errors) ? ` (${b.errors.map((e) => `${e.field}: ${e.message}`).join('; ')})` : '';
+  const message = `${method} ${url}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}${fields}`;
+  return res.statusCode >= 400 && res.statusCode < 500 ? new Refused(message) : new MockcloudError('BadGateway', message);
+}
+
 
 const EMPTY_GZIP = zlib.gzipSync(Buffer.alloc(0));
 

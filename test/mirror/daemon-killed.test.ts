@@ -3,7 +3,8 @@
  * daemon started again on the same data dir and the load run again finish the job, and
  * nothing is left half made: no staged server dir, no admin NIC in NAPI without its CN, every
  * CN with its VMs. The capture is written here (the format of docs/mirror.md), not read from a
- * DC: 30 servers of mixed hardware with two VMs each, on a network of their own.
+ * DC: 30 servers of mixed hardware with two VMs each, on a network of their own, and a network
+ * NAPI refuses (reported, not a failure).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
@@ -29,6 +30,11 @@ async function writeCapture(file: string): Promise<void> {
   await w.write('network', {
     uuid: NET, name: 'tenant', nic_tag: 'external', vlan_id: 7, subnet: '10.77.0.0/22', provision_start_ip: '10.77.0.10',
     provision_end_ip: '10.77.3.250', gateway: '10.77.0.1', resolvers: [], mtu: 1500,
+  });
+  // One NAPI will not take (its provision range is outside its subnet): reported, not fatal.
+  await w.write('network', {
+    uuid: newUuid(), name: 'broken', nic_tag: 'external', vlan_id: 8, subnet: '10.78.0.0/24', provision_start_ip: '10.79.0.10',
+    provision_end_ip: '10.79.0.250', resolvers: [], mtu: 1500,
   });
   const servers: string[] = [];
   for (let i = 0; i < SERVERS; i++) {
@@ -113,6 +119,8 @@ describe('mirror load with the daemon killed under it', () => {
     expect(report.counts.server.created + report.counts.server.existing).toBe(SERVERS);
     expect(report.counts.vm.failed).toBe(0);
     expect(report.counts.vm.created + report.counts.vm.existing).toBe(2 * SERVERS);
+    expect(report.counts.network).toMatchObject({ skipped: 1, failed: 0 });
+    expect(report.notReproduced.find((n: Obj) => n.what === 'networks the loading DC refused')?.examples[0]).toMatch(/provision_start_ip/);
 
     // Every CN whole, with its two VMs; nothing staged or being deleted.
     const fleet = ((await get(`${daemon.control}/servers`)) as Obj[]).filter((s) => !s.headnode);
