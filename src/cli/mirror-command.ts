@@ -6,6 +6,7 @@
  * daemon of --data-dir (its control API) and to the headnode it uses (daemon.json's URLs).
  * Ctrl-C stops either at the next page or record; a load run again finishes the job.
  */
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { JsonHttpClient } from '../common/http-client.js';
@@ -30,6 +31,7 @@ interface MirrorArgs extends DataDirArgs, JsonArgs {
   'papi-url'?: string;
   'vm-states'?: string;
   redact?: boolean;
+  'redact-key-file'?: string;
   'admin-uuid'?: string;
   'remap-uuids'?: boolean;
   'remap-seed'?: string;
@@ -45,6 +47,7 @@ function builder(y: Argv): Argv<MirrorArgs> {
     .option('output', { alias: 'o', type: 'string', describe: 'capture: the file to write (gzip JSON lines)' })
     .option('vm-states', { type: 'string', default: 'active', describe: 'capture: the VMAPI states of the VMs to capture, comma-separated (active = every VM not destroyed)' })
     .option('redact', { type: 'boolean', default: true, describe: 'capture: replace customer metadata, tag values, aliases, hostnames, owners and customer IPs (--no-redact keeps them; docs/mirror.md)' })
+    .option('redact-key-file', { type: 'string', describe: 'capture: a file holding the redaction key: captures with the same key replace the same names and owners the same way (default: a new random key, never written)' })
     .option('admin-uuid', { type: 'string', describe: "capture: the DC's admin user, kept by redaction (default: the daemon's setting, e.g. mdata ufdsAdmin, else Triton's default)" })
     .option('remap-uuids', { type: 'boolean', default: false, describe: 'load: new UUIDs for servers and VMs (and new VM NIC MACs), derived from the captured ones and --remap-seed' })
     .option('remap-seed', { type: 'string', describe: 'load: what remapped UUIDs are derived with (default "mirror"): the same seed, the same UUIDs' });
@@ -137,6 +140,14 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
   if (states.includes('active') && states.some((s) => s === 'running' || s === 'stopped')) {
     throw new UsageError('--vm-states: active already holds running and stopped VMs');
   }
+  let redactKey: string | undefined;
+  if (argv['redact-key-file'] !== undefined) {
+    if (argv.redact === false) throw new UsageError('--redact-key-file goes with redaction, not --no-redact');
+    redactKey = (await fsp.readFile(argv['redact-key-file'], 'utf8').catch((err: Error) => {
+      throw new UsageError(`cannot read --redact-key-file: ${err.message}`);
+    })).trim();
+    if (redactKey.length < 16) throw new UsageError('the redaction key must be at least 16 characters');
+  }
   const { urls, adminUuid } = await captureUrls(argv);
   const http = new JsonHttpClient({ maxSockets: 8, timeoutMs: 60_000, userAgent: 'mockcloud-mirror' });
   const stop = interruptible();
@@ -148,6 +159,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
       output: path.resolve(output),
       vmStates: [...new Set(states)],
       redact: argv.redact !== false,
+      ...(redactKey !== undefined ? { redactKey } : {}),
       adminUuid,
       signal: stop.signal,
       onProgress: (p) => progress.update(p.kind, p.done, p.total),

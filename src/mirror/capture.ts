@@ -26,6 +26,8 @@ export interface CaptureOptions {
   /** VMAPI states to list (`active` = every VM not destroyed). */
   vmStates: string[];
   redact: boolean;
+  /** The redaction key (a secret): the same key, the same replacements in every capture; random by default. */
+  redactKey?: string;
   adminUuid: string;
   /** Records per page (default 1000, CNAPI's servers with extras=all: 100). */
   pageSize?: number;
@@ -46,7 +48,7 @@ export interface CaptureProgress {
 export async function capture(opts: CaptureOptions): Promise<CaptureHeader> {
   const started = Date.now();
   const writer = new CaptureWriter(opts.output);
-  const redactor = opts.redact ? new Redactor(opts.adminUuid) : undefined;
+  const redactor = opts.redact ? new Redactor(opts.adminUuid, opts.redactKey !== undefined ? Buffer.from(opts.redactKey, 'utf8') : undefined) : undefined;
   const skipped: string[] = [];
   const pageSize = opts.pageSize ?? 1000;
   let datacenter: string | undefined;

@@ -101,8 +101,11 @@ describe('redaction', () => {
     const s = r.server({ uuid: 'u', hostname: 'db-rack-7', sysinfo: { Hostname: 'db-rack-7' } });
     expect(s.hostname).toMatch(/^cn-[0-9a-f]{12}$/);
     expect((s.sysinfo as Record<string, unknown>).Hostname).toBe(s.hostname);
-    // Another capture (another secret): other names.
+    // Another capture (another secret): other names; the same key (--redact-key-file): the same.
     expect(new Redactor(ADMIN).vmName('web-1')).not.toBe(a.alias);
+    const key = Buffer.from('a key of at least sixteen');
+    expect(new Redactor(ADMIN, key).vmName('web-1')).toBe(new Redactor(ADMIN, key).vmName('web-1'));
+    expect(new Redactor(ADMIN, key).owner(OWNER)).toBe(new Redactor(ADMIN, key).owner(OWNER));
   });
 });
 
