@@ -364,7 +364,14 @@ describe('mirror capture and load, daemon A to daemon B', () => {
   });
 
   it('a second load changes nothing', async () => {
-    const before = JSON.stringify([await vms(b), await networks(b)].map((m) => [...m.keys()].sort()));
+    // What each record last became: a VM's and a NIC's modification time, a network's etag-free self.
+    const snapshot = async (): Promise<string> => {
+      const v = [...(await vms(b)).values()].map((x) => [x.uuid, x.state, x.last_modified]).sort();
+      const n = (await call<Obj[]>(b.napi, 'listNics', {})).map((x) => [x.mac, x.ip, x.state, x.modified_timestamp]).sort();
+      const nets = [...(await networks(b)).values()].map((x) => JSON.stringify(x)).sort();
+      return JSON.stringify([v, n, nets]);
+    };
+    const before = await snapshot();
     const fleetBefore = (await ok('GET', `${b.control}/servers`)) as Obj[];
     const again = await runCli(['mirror', 'load', capture, '--data-dir', b.daemon.dataDir, '--json']);
     expect(again.code, again.stderr).toBe(0);
@@ -372,7 +379,7 @@ describe('mirror capture and load, daemon A to daemon B', () => {
     for (const [kind, c] of Object.entries(r.counts as Record<string, Obj>)) expect(c.created, kind).toBe(0);
     expect(r.counts.server.existing).toBe(4);
     expect(r.counts.vm.existing).toBe(5);
-    expect(JSON.stringify([await vms(b), await networks(b)].map((m) => [...m.keys()].sort()))).toBe(before);
+    expect(await snapshot()).toBe(before);
     const fleetAfter = (await ok('GET', `${b.control}/servers`)) as Obj[];
     expect(fleetAfter.map((s) => [s.uuid, s.vms]).sort()).toEqual(fleetBefore.map((s) => [s.uuid, s.vms]).sort());
   });
