@@ -11,9 +11,11 @@
  * one stream to gunzip, RFC 1952 §2.2), to `<file>.tmp`, renamed over `<file>` at the end.
  */
 import { createReadStream, createWriteStream, promises as fsp, type WriteStream } from 'node:fs';
+import path from 'node:path';
 import readline from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
+import { fsyncDir } from '../common/durable-file.js';
 import { MockcloudError } from '../common/errors.js';
 
 export const CAPTURE_FORMAT = 'mockcloud-mirror';
@@ -116,6 +118,7 @@ export class CaptureWriter {
       await fh.close();
     }
     await fsp.rename(tmp, this.file);
+    await fsyncDir(path.dirname(this.file));
     await fsp.rm(`${this.file}.body.tmp`, { force: true });
     return full;
   }
