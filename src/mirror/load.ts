@@ -95,6 +95,12 @@ class Loader {
   /** Captured server uuid → the CN loaded for it. */
   private readonly servers = new Map<string, LoadedServer>();
   private readonly pendingImages: Obj[] = [];
+  /** Captured VM uuid → the VM made (or found) for it: whose NICs the nic records check. */
+  private readonly loadedVms = new Map<string, string>();
+  /** Captured MACs of the VM NICs this load asked NAPI for (or found there): the ones to check. */
+  private readonly vmMacs = new Set<string>();
+  /** Captured MACs of VM NICs left out on purpose (noted already). */
+  private readonly leftOutMacs = new Set<string>();
   private adminNetwork: string | undefined;
   private readonly seed: string;
 
@@ -195,7 +201,7 @@ class Loader {
       case 'vm':
         return this.vm(data);
       case 'nic':
-        return Promise.resolve(this.nic(data));
+        return this.nic(data);
     }
   }
 
@@ -446,7 +452,10 @@ class Loader {
     const res = await this.task(server, 'machine_create', payload);
     if (res.statusCode !== 200) {
       const message = taskError(res);
-      if (/Machine \S+ exists/.test(message)) return 'existing';
+      if (/Machine \S+ exists/.test(message)) {
+        this.loadedVms.set(captured, uuid);
+        return 'existing';
+      }
       throw new MockcloudError('BadGateway', `machine_create of ${uuid} on ${server.uuid}: ${message}`);
     }
     // vmadm stops a VM by clearing autoboot: a captured VM whose autoboot says otherwise gets it.
@@ -454,6 +463,7 @@ class Loader {
       const upd = await this.task(server, 'machine_update', { uuid, autoboot: vm.autoboot });
       if (upd.statusCode !== 200) this.note('VM autoboot (machine_update failed)', `${uuid}: ${taskError(upd)}`);
     }
+    this.loadedVms.set(captured, uuid);
     return 'created';
   }
 
@@ -467,6 +477,7 @@ class Loader {
     const network = this.networks.get(String(nic.network_uuid));
     if (!network) {
       this.note('VM NICs on networks not loaded (dropped)', `${vm} ${String(nic.mac)}`);
+      this.leftOutMacs.add(String(nic.mac));
       return undefined;
     }
     const mac = this.remapMac(String(nic.mac));
@@ -491,6 +502,7 @@ class Loader {
         res = { statusCode: 200, headers: {}, body: have };
       } else if (have || isDuplicate(res.body, 'mac')) {
         this.note('VM NICs whose MAC NAPI gives to something else (dropped; try --remap-uuids)', `${vm} ${mac}`);
+        this.leftOutMacs.add(String(nic.mac));
         return undefined;
       }
     }
@@ -501,6 +513,7 @@ class Loader {
     }
     if (res.statusCode >= 300) throw httpError('POST', provision, res);
     const napiNic = res.body as Obj;
+    this.vmMacs.add(String(nic.mac));
     const out: Obj = {};
     for (const k of ['interface', 'model', 'primary', 'mtu', 'allow_dhcp_spoofing', 'allow_ip_spoofing', 'allow_mac_spoofing', 'allow_restricted_traffic', 'allow_unfiltered_promisc']) {
       if (nic[k] !== undefined) out[k] = nic[k];
@@ -533,10 +546,27 @@ class Loader {
     }
   }
 
-  private nic(n: Obj): Outcome {
-    if (n.belongs_to_type === 'zone') return 'existing';
-    this.note("NICs of servers and other owners (the loaded CNs' admin NICs are the loading DC's own; others are not made)", String(n.mac));
-    return 'skipped';
+  /**
+   * A captured NIC. A VM's, of a VM this load made or found: checked in NAPI (made with its VM;
+   * missing means net-agent and the load's own NIC did not get there: a failure a re-run
+   * mends, as it asks NAPI for the VM's NICs again). Others are not made.
+   */
+  private async nic(n: Obj): Promise<Outcome> {
+    if (n.belongs_to_type !== 'zone') {
+      this.note("NICs of servers and other owners (the loaded CNs' admin NICs are the loading DC's own; others are not made)", String(n.mac));
+      return 'skipped';
+    }
+    const vm = this.loadedVms.get(String(n.belongs_to_uuid));
+    // Its VM was not loaded, or the NIC was left out (both noted already).
+    if (!vm) return 'skipped';
+    if (!this.vmMacs.has(String(n.mac))) {
+      if (!this.leftOutMacs.has(String(n.mac))) this.note("NICs NAPI gave a VM that VMAPI's VM does not list (not made)", `${vm} ${String(n.mac)}`);
+      return 'skipped';
+    }
+    const mac = this.remapMac(String(n.mac));
+    const have = await this.exists(`${this.o.urls.napi}/nics/${mac.replace(/:/g, '')}`);
+    if (have?.belongs_to_uuid === vm) return 'existing';
+    throw new MockcloudError('BadGateway', `NAPI has no NIC ${mac} of VM ${vm} after the load`);
   }
 }
 

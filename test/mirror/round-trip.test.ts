@@ -218,6 +218,9 @@ describe('mirror capture and load, daemon A to daemon B', () => {
     expect(loadReport.counts.vm).toEqual({ created: 5, existing: 0, failed: 0, skipped: 0 });
     expect(loadReport.counts.network).toMatchObject({ created: 3, existing: 1, failed: 0 });
     expect(loadReport.counts.image).toMatchObject({ created: 1, failed: 0 });
+    // Every VM NIC checked in B's NAPI after its VM was made.
+    const vmNics = [...(await vms(a)).values()].reduce((n, v) => n + v.nics.length, 0);
+    expect(loadReport.counts.nic).toMatchObject({ existing: vmNics, failed: 0 });
     const lost = loadReport.notReproduced.map((n: Obj) => n.what).join('\n');
     expect(lost).toContain('network names taken in the loading DC');
     expect(lost).toContain("the DC's headnode server");
