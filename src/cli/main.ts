@@ -23,6 +23,7 @@ import { eventCommand, eventsCommand } from './event-command.js';
 import { faultsCommand } from './faults-command.js';
 import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
+import { mirrorCommand } from './mirror-command.js';
 import { rescanCommand } from './rescan-command.js';
 import { setServersCommand } from './set-servers-command.js';
 import { scenarioCommand } from './scenario-command.js';
@@ -45,6 +46,7 @@ const COMMANDS = [
   eventCommand,
   eventsCommand,
   scenarioCommand,
+  mirrorCommand,
 ] as const;
 
 /** The command names, as typed (`create-servers`, `faults`). */

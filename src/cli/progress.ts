@@ -19,6 +19,7 @@ export class Progress {
   private readonly plainIntervalMs: number;
   private bar: cliProgress.SingleBar | undefined;
   private verb = '';
+  private unit = 'servers';
   private total = 0;
   private value = 0;
   private failed = 0;
@@ -32,10 +33,11 @@ export class Progress {
     this.plainIntervalMs = opts.plainIntervalMs ?? 1000;
   }
 
-  /** Begin: `verb` says what is counted ("created", "deleted"), `total` how many there are to do. */
-  start(verb: string, total: number): void {
+  /** Begin: `verb` says what is counted ("created", "deleted"), `total` how many there are to do, of what `unit`. */
+  start(verb: string, total: number, unit = 'servers'): void {
     this.stop();
     this.verb = verb;
+    this.unit = unit;
     this.total = total;
     this.value = 0;
     this.failed = 0;
@@ -45,7 +47,7 @@ export class Progress {
     this.bar = new cliProgress.SingleBar(
       {
         stream: this.stream,
-        format: `${verb} {bar} {value}/{total} servers | {rate}/s | ETA {eta_formatted}{failedText}`,
+        format: `${verb} {bar} {value}/{total} ${unit} | {rate}/s | ETA {eta_formatted}{failedText}`,
         hideCursor: true,
         barsize: 30,
         etaBuffer: 50,
@@ -56,10 +58,14 @@ export class Progress {
     this.bar.start(total, 0, { rate: '0', failedText: '' });
   }
 
-  /** `done` finished so far (absolute), `failed` of them failed. */
-  update(done: number, failed = 0): void {
+  /** `done` finished so far (absolute), `failed` of them failed; `total` when it has grown (a count known only as it goes). */
+  update(done: number, failed = 0, total?: number): void {
     this.value = done;
     this.failed = failed;
+    if (total !== undefined && total !== this.total) {
+      this.total = total;
+      this.bar?.setTotal(total);
+    }
     if (this.bar) {
       this.bar.update(done, { rate: this.rate().toFixed(0), failedText: failed ? ` | ${failed} failed` : '' });
       return;
@@ -91,7 +97,7 @@ export class Progress {
     const left = this.total - this.value;
     const eta = left > 0 && rate > 0 ? `, ETA ${Math.ceil(left / rate)}s` : '';
     const failed = this.failed ? `, ${this.failed} failed` : '';
-    this.stream.write(`${this.verb} ${this.value}/${this.total} servers${failed} (${rate.toFixed(0)}/s${eta})\n`);
+    this.stream.write(`${this.verb} ${this.value}/${this.total} ${this.unit}${failed} (${rate.toFixed(0)}/s${eta})\n`);
     this.lastLine = Date.now();
     this.pendingLine = false;
   }

@@ -8,6 +8,7 @@
  *   GET    /profiles                  the hardware profiles create-servers accepts
  *   GET    /servers                   every mock CN (uuid, hostname, admin IP, agent address, VMs)
  *   POST   /servers                   {count, profile? | mix?, seed?, placement?, hostnamePrefix?} → {created, errors}
+ *                                      or one CN as given: {count: 1, uuid?, hostname?, hardware? (a profile file's keys)}
  *   GET    /servers/:uuid             one CN, with sysinfo and agents
  *   DELETE /servers/:uuid             stop and delete a CN (CNAPI/NAPI cleanup best effort)
  *   POST   /servers/:uuid/rescan      re-read the CN's VM files and sysinfo.json (hand edits)

@@ -49,7 +49,7 @@ export interface CnStreams {
   disks: RandomStream;
 }
 
-export function cnStreams(seed: string | undefined, ordinal: number): CnStreams {
+export function cnStreams(seed: string | undefined, ordinal: number | string): CnStreams {
   return {
     mac: randomStream(seed, `mac:${ordinal}`),
     uuid: randomStream(seed, `server-uuid:${ordinal}`),

@@ -42,6 +42,8 @@ import {
 import { retryWithBackoff } from '../common/retry.js';
 import { buildSysinfo, isHeadnodeSysinfo, macPairFrom, randomMockMac, serverUuidFor } from '../mockcn/sysinfo-template.js';
 import { normalizeMac } from '../vmadm/nics.js';
+import { profileFromObject } from '../mockcn/profile-files.js';
+import { isUuid } from '../common/uuid.js';
 import type { DaemonConfig } from './config.js';
 import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
@@ -63,6 +65,13 @@ export interface CreateRequest {
   hostnamePrefix?: string;
   /** The dev DC's headnode server (never from the control API: see createHeadnode). */
   headnode?: boolean;
+  /**
+   * One CN of a given identity and hardware (`mockcloud mirror load`): its UUID and hostname
+   * instead of drawn ones, and a profile given inline (a profile file's keys) instead of named.
+   */
+  uuid?: string;
+  hostname?: string;
+  hardware?: HardwareProfile;
 }
 
 export interface CreatedServer {
@@ -138,7 +147,7 @@ export class ServerFactory {
       throw new MockcloudError('InvalidContent', 'body must be a JSON object like {"count": 10}');
     }
     const b = body as Record<string, unknown>;
-    const known = ['count', 'profile', 'mix', 'seed', 'placement', 'hostnamePrefix'];
+    const known = ['count', 'profile', 'mix', 'seed', 'placement', 'hostnamePrefix', 'uuid', 'hostname', 'hardware'];
     const unknown = Object.keys(b).filter((k) => !known.includes(k));
     if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `unknown key(s): ${unknown.join(', ')}`);
     if (typeof b.count !== 'number' || !Number.isInteger(b.count) || b.count < 1 || b.count > MAX_CREATE_COUNT) {
@@ -169,6 +178,7 @@ export class ServerFactory {
       }
       req.hostnamePrefix = b.hostnamePrefix;
     }
+    validateIdentity(b, req, profiles);
     return req;
   }
 
@@ -181,10 +191,12 @@ export class ServerFactory {
   async create(req: CreateRequest): Promise<CreateResult> {
     const result: CreateResult = { created: [], errors: [] };
     const seed = req.seed ?? this.o.config.seed;
-    const first = await this.draws.reserve(req.count);
+    // A CN of a given uuid draws from streams named by its uuid: no ordinal (no write of
+    // draws.json, which a mirror load would make once per CN, one after the other).
+    const first = req.uuid ? 0 : await this.draws.reserve(req.count);
     const profiles = this.profilesFor(req, seed, first);
     const plans: CnPlan[] = profiles.map((profile, i) => {
-      const streams = cnStreams(seed, first + i);
+      const streams = req.uuid ? cnStreams(seed, req.uuid) : cnStreams(seed, first + i);
       // No free pair in its draws: that CN's creation fails (drawing again), not the request.
       const firstPair = (() => {
         try {
@@ -211,6 +223,7 @@ export class ServerFactory {
 
   /** Each CN's profile, in creation order. */
   private profilesFor(req: CreateRequest, seed: string | undefined, first: number): HardwareProfile[] {
+    if (req.hardware) return [req.hardware];
     if (!req.mix) return Array.from({ length: req.count }, () => this.profiles.get(req.profile));
     const counts = apportion(req.count, req.mix);
     const names: string[] = [];
@@ -240,7 +253,8 @@ export class ServerFactory {
     let uuid = '';
     for (let attempt = 1; ; attempt++) {
       const { admin: adminMac, extra: extraMac } = await this.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
-      uuid = serverUuidFor(adminMac, streams.uuid);
+      uuid = req.uuid ?? serverUuidFor(adminMac, streams.uuid);
+      if (req.uuid && fleet.get(uuid)) throw new MockcloudError('Conflict', `server ${uuid} already exists`);
       await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
       let adminIp: string;
       try {
@@ -266,6 +280,7 @@ export class ServerFactory {
           adminIp,
           extraMac,
           ...(req.hostnamePrefix ? { hostnamePrefix: req.hostnamePrefix } : {}),
+          ...(req.hostname ? { hostname: req.hostname } : {}),
           ...(req.headnode ? { headnode: true } : {}),
           ...(this.o.externalNics ? { externalNic: true } : {}),
           random: streams.disks,
@@ -648,6 +663,34 @@ export class ServerFactory {
       this.o.countError('napi');
       throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
     }
+  }
+}
+
+/** sysinfo "Hostname" of a CN: what SmartOS takes as a nodename (RFC 1123 labels, at most 63). */
+const SERVER_HOSTNAME_RE = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+
+/**
+ * `uuid`, `hostname` and `hardware` (a profile file's keys, with a name) make one CN of a given
+ * identity: only with count 1, and `hardware` instead of `profile` or `mix`.
+ */
+function validateIdentity(b: Record<string, unknown>, req: CreateRequest, profiles: ProfileCatalogue): void {
+  const given = ['uuid', 'hostname', 'hardware'].filter((k) => b[k] !== undefined);
+  if (given.length === 0) return;
+  if (req.count !== 1) throw new MockcloudError('InvalidArgument', `${given.map((k) => `"${k}"`).join(', ')} name one server: "count" must be 1`);
+  if (b.uuid !== undefined) {
+    if (!isUuid(b.uuid)) throw new MockcloudError('InvalidArgument', '"uuid" must be a UUID');
+    req.uuid = b.uuid.toLowerCase();
+  }
+  if (b.hostname !== undefined) {
+    if (typeof b.hostname !== 'string' || !SERVER_HOSTNAME_RE.test(b.hostname)) {
+      throw new MockcloudError('InvalidArgument', '"hostname" must be 1-63 letters, digits or dashes, not starting or ending with a dash');
+    }
+    if (req.hostnamePrefix !== undefined) throw new MockcloudError('InvalidArgument', 'give "hostname" or "hostnamePrefix", not both');
+    req.hostname = b.hostname;
+  }
+  if (b.hardware !== undefined) {
+    if (req.profile !== undefined || req.mix !== undefined) throw new MockcloudError('InvalidArgument', 'give "hardware", "profile" or "mix", not two of them');
+    req.hardware = profileFromObject(b.hardware, '"hardware"', new Map(profiles.list().map((p) => [p.name, p])));
   }
 }
 

@@ -200,16 +200,59 @@ function profileOf(
   else delete profile.placement;
   // The figures must fit together as psrinfo and sysinfo print them.
   const line = (key: string): string => at(keyOffset(node.items.find((p) => (p.key as { value?: unknown })?.value === key)) ?? nodeOffset(node));
+  for (const { key, message } of figureProblems(profile)) errors.push(`${line(key)}: ${message}`);
+  return errors.length > 0 ? errors : profile;
+}
+
+/** Where a profile's CPU figures do not fit together as psrinfo and sysinfo print them. */
+function figureProblems(profile: HardwareProfile): { key: string; message: string }[] {
+  const out: { key: string; message: string }[] = [];
   if (profile.cpuCoreCount % profile.cpuPhysicalCores !== 0) {
-    errors.push(`${line('cpuCoreCount')}: cpuCoreCount ${profile.cpuCoreCount} is not a multiple of cpuPhysicalCores (sockets) ${profile.cpuPhysicalCores}`);
+    out.push({ key: 'cpuCoreCount', message: `cpuCoreCount ${profile.cpuCoreCount} is not a multiple of cpuPhysicalCores (sockets) ${profile.cpuPhysicalCores}` });
   }
   if (profile.cpuTotalCores < profile.cpuCoreCount) {
-    errors.push(`${line('cpuTotalCores')}: cpuTotalCores (threads) ${profile.cpuTotalCores} is below cpuCoreCount ${profile.cpuCoreCount}`);
+    out.push({ key: 'cpuTotalCores', message: `cpuTotalCores (threads) ${profile.cpuTotalCores} is below cpuCoreCount ${profile.cpuCoreCount}` });
   }
   if (profile.bhyveMaxVcpus > profile.cpuTotalCores) {
-    errors.push(`${line('bhyveMaxVcpus')}: bhyveMaxVcpus ${profile.bhyveMaxVcpus} is above cpuTotalCores ${profile.cpuTotalCores}`);
+    out.push({ key: 'bhyveMaxVcpus', message: `bhyveMaxVcpus ${profile.bhyveMaxVcpus} is above cpuTotalCores ${profile.cpuTotalCores}` });
   }
-  return errors.length > 0 ? errors : profile;
+  return out;
+}
+
+/**
+ * A profile given as a plain object (the control API's `hardware` of one CN, e.g. from a
+ * captured server's sysinfo: src/mirror): the keys and checks of a profile file, over the
+ * `virtual` built-in (or the one it `extends`); every problem as `<what>.<key> ...`.
+ */
+export function profileFromObject(value: unknown, what: string, known: ReadonlyMap<string, HardwareProfile> = PROFILES): HardwareProfile {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new MockcloudError('InvalidArgument', `${what} must be an object`);
+  const errors: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const check = FIELDS[key];
+    if (!check) errors.push(`${what}: unknown key ${JSON.stringify(key)}`);
+    else {
+      const problem = check(v);
+      if (problem) errors.push(`${what}.${key} ${problem}`);
+      else values[key] = v;
+    }
+  }
+  if (values.name === undefined && !errors.some((e) => e.startsWith(`${what}.name `))) errors.push(`${what}.name is missing`);
+  const base = known.get((values.extends as string | undefined) ?? 'virtual');
+  if (!base) errors.push(`${what}.extends names no known profile; known: ${[...known.keys()].join(', ')}`);
+  if (errors.length === 0 && base) {
+    const { extends: _ignored, traits, reserved, reservoir, overprovisionRatios, ...hardware } = values;
+    const profile: HardwareProfile = { ...base, ...(hardware as Partial<HardwareProfile>), name: values.name as string };
+    if (values.description === undefined) profile.description = `${base.description} (${profile.name})`;
+    const placement: Placement = { ...(base.placement ?? {}) };
+    const given: Record<string, unknown> = { traits, reserved, reservoir, overprovisionRatios };
+    for (const k of PLACEMENT_KEYS) if (given[k] !== undefined) (placement as Record<string, unknown>)[k] = given[k];
+    if (Object.values(placement).some((v) => v !== undefined)) profile.placement = placement;
+    else delete profile.placement;
+    for (const p of figureProblems(profile)) errors.push(`${what}.${p.message}`);
+    if (errors.length === 0) return profile;
+  }
+  throw new MockcloudError('InvalidArgument', errors.join('; '));
 }
 
 function keyOffset(pair: unknown): number | undefined {

@@ -24,6 +24,8 @@ export interface SysinfoInputs {
   extraMac: string;
   /** Hostname prefix; the original's is "VC". */
   hostnamePrefix?: string;
+  /** The hostname itself (a mirrored CN keeps its captured one); over the prefix's. */
+  hostname?: string;
   /** Creation time in ms since the epoch; now by default. */
   now?: number;
   /**
@@ -153,7 +155,7 @@ export function buildSysinfo(input: SysinfoInputs): Sysinfo {
     'Admin NIC Tag': 'admin',
     'Admin IP': input.adminIp,
     UUID: input.uuid,
-    Hostname: input.headnode ? 'headnode' : hostnameFor(input.uuid, input.hostnamePrefix),
+    Hostname: input.headnode ? 'headnode' : (input.hostname ?? hostnameFor(input.uuid, input.hostnamePrefix)),
     'CPU Total Cores': p.cpuTotalCores,
     'CPU Socket Count': p.cpuPhysicalCores,
     'CPU Core Count': p.cpuCoreCount,

@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios / mirror → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -47,7 +47,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
   daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui'],
   scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror'],
 };
 
 describe('source layering', () => {

@@ -10,7 +10,7 @@ import { parseSteps } from '../../tools/bench/options.js';
 import { cpuPercent, parseCpuSeconds } from '../../tools/bench/proc-stats.js';
 import { summarizeHeapSnapshot, summarizeProfile } from '../../tools/bench/profile.js';
 import { percentile, summarize } from '../../tools/bench/stats.js';
-import { renderTable } from '../../tools/bench/table.js';
+import { mirrorLines, renderTable } from '../../tools/bench/table.js';
 import { judgeTargets } from '../../tools/bench/targets.js';
 import type { BenchReport, StepResult } from '../../tools/bench/types.js';
 
@@ -244,5 +244,32 @@ describe('profile summaries', () => {
     expect(s.totalBytes).toBe(300);
     expect(s.top[0]).toEqual({ kind: 'CnLink', bytes: 200, count: 2 });
     expect(s.top.map((t) => t.kind)).toEqual(['CnLink', 'Map', '(string)', 'beat (closure)']);
+  });
+});
+
+describe('the mirror step (issue 18)', () => {
+  const mirror: NonNullable<BenchReport['mirror']> = {
+    n: 1000,
+    vmsPerCn: 10,
+    ok: true,
+    errors: [],
+    seconds: 120,
+    dc: { servers: 1000, vms: 10_000 },
+    capture: { seconds: 8, maxRssBytes: 90 * MB, fileBytes: 3 * MB, servers: 1000, vms: 10_000, vmsPerSecond: 1250 },
+    load: { seconds: 40, serversCreated: 1000, vmsCreated: 10_000, failed: 0, serverSeconds: 8, vmSeconds: 25, serversPerSecond: 125, vmsPerSecond: 400, maxRssBytes: 120 * MB, daemonRssBytes: 400 * MB },
+  };
+
+  it('says the capture and load figures and judges the load against its targets', () => {
+    const lines = mirrorLines(mirror).join('\n');
+    expect(lines).toContain('capture: 1000 servers, 10000 VMs in 8 s (1250 VMs/s), peak RSS 90 MiB');
+    expect(lines).toContain('125 CNs/s, target ≥ 100: met');
+    expect(lines).toContain('400 VMs/s, target ≥ 500: missed');
+  });
+
+  it('is the whole table of a --mirror-only run, and a section of the document', () => {
+    const only = { ...report([]), mirror };
+    expect(renderTable(only)).toBe(`${mirrorLines(mirror).join('\n')}\n`);
+    const md = renderMarkdown({ report: { ...report([step(100, { rssPerCnKb: 30, cpu: 0.8, nopP99: 2 })]), mirror }, chartRef: 'c.svg', jsonRef: 'j.json' });
+    expect(md).toContain('## Mirror (issue 18)');
   });
 });

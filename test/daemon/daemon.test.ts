@@ -186,7 +186,9 @@ describe('daemon', () => {
       ['POST', '/servers', { count: 100_001 }, 409, 'InvalidArgument'],
       ['POST', '/servers', { count: 1, profile: 'huge' }, 409, 'InvalidArgument'],
       ['POST', '/servers', { count: 1, hostnamePrefix: '../x' }, 409, 'InvalidArgument'],
-      ['POST', '/servers', { count: 1, uuid: newUuid() }, 409, 'InvalidArgument'],
+      ['POST', '/servers', { count: 1, server_uuid: newUuid() }, 409, 'InvalidArgument'],
+      // One CN of a given uuid (mirror load) is `count: 1` only.
+      ['POST', '/servers', { count: 2, uuid: newUuid() }, 409, 'InvalidArgument'],
       ['POST', '/servers', JSON.stringify({ count: 1, pad: 'x'.repeat(70_000) }), 413, 'RequestEntityTooLarge'],
       ['GET', '/servers/..%2F..%2Fetc', undefined, 409, 'InvalidArgument'],
       ['GET', `/servers/${newUuid()}`, undefined, 404, 'ResourceNotFound'],

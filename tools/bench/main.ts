@@ -12,6 +12,7 @@ import { renderMarkdown } from './markdown.js';
 import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
+import { runMirrorStep } from './mirror-step.js';
 import { heartbeatIntervalMs, runStep } from './step.js';
 import { renderTable } from './table.js';
 import { closeTaskAgent } from './task-load.js';
@@ -33,9 +34,10 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   const sink = await SinkProcess.start();
   const steps = [];
   const largest = Math.max(...opts.steps);
+  let mirror: BenchReport['mirror'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.steps) {
+    for (const n of opts.mirrorOnly ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,
@@ -46,6 +48,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
         }),
       );
     }
+    if ((opts.mirrorCns ?? 0) > 0) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
   } finally {
     await sink.stop();
     closeTaskAgent();
@@ -59,6 +62,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
     options,
     heartbeatIntervalMs: heartbeatIntervalMs(opts),
     steps,
+    ...(mirror ? { mirror } : {}),
   };
 }
 
@@ -111,7 +115,7 @@ async function main(): Promise<void> {
   const report = opts.from ? await readReport(opts.from) : await runBench(opts, say);
   process.stdout.write(renderTable(report));
   for (const file of await writeOutputs(report, opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
-  if (report.steps.some((s) => !s.ok)) process.exitCode = 1;
+  if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok)) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

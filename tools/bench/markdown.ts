@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { FIGURES, fmt, fmtN } from './figures.js';
+import { mirrorLines } from './table.js';
 import { judgeTargets } from './targets.js';
 import type { BenchReport } from './types.js';
 
@@ -124,6 +125,16 @@ export function renderMarkdown(inp: MarkdownInputs): string {
     out.push('');
   }
   if (inp.analysis && inp.analysis.trim()) out.push(inp.analysis.trim(), '');
+
+  if (report.mirror) {
+    out.push('## Mirror (issue 18)', '', '```', ...mirrorLines(report.mirror), '```', '');
+    out.push(
+      '`npm run bench -- --mirror N [--mirror-only]`: a DC of N CNs with the VMs-per-CN count on the sink, captured with ' +
+        '`mockcloud mirror capture`; then the sink emptied and the file loaded into a new daemon with `mockcloud mirror load`. ' +
+        'CNs/s and VMs/s are of the load\'s server and VM phases; peak RSS is VmHWM of the command\'s process (docs/mirror.md).',
+      '',
+    );
+  }
 
   out.push('## How it is measured', '');
   out.push(

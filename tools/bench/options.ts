@@ -42,6 +42,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('profile', { type: 'boolean', default: false, describe: 'CPU-profile the idle daemon at the largest N (V8 inspector)' })
     .option('bind-ip', { type: 'string', default: '127.0.0.1', describe: 'loopback IP for the CNs\' sockets' })
     .option('log-level', { type: 'string', default: 'warn', describe: 'daemon log level (its log is in the temp data dir)' })
+    .option('mirror', { type: 'number', default: 0, describe: 'also a mirror step (issue 18): capture and load of a DC of this many CNs with --vms-per-cn VMs each (e.g. 1000; 0: none)' })
+    .option('mirror-only', { type: 'boolean', default: false, describe: 'run only the mirror step (with --mirror N)' })
     .strict()
     .version(false)
     .help()
@@ -77,7 +79,11 @@ export function parseOptions(argv: string[]): BenchOptions {
     profile: a.profile,
     bindIp,
     daemonLogLevel: a['log-level'],
+    mirrorCns: Math.floor(pos('mirror', a.mirror, 0)),
+    mirrorOnly: a['mirror-only'],
   };
+  if (opts.mirrorCns! > MAX_N) throw new Error(`--mirror must be at most ${MAX_N}`);
+  if (opts.mirrorOnly && opts.mirrorCns! < 1) throw new Error('--mirror-only needs --mirror N');
   if (heartbeatMs !== undefined) {
     opts.timings = { heartbeatIntervalMs: heartbeatMs, startSpreadMs: Math.min(5000, heartbeatMs) };
   } else if (quick) {

@@ -406,7 +406,7 @@ async function heapUsedBytes(d: DaemonProcess): Promise<number | undefined> {
   return typeof used === 'number' ? used : undefined;
 }
 
-async function runCreateServers(dataDir: string, n: number, timeoutMs: number): Promise<CreateOutcome> {
+export async function runCreateServers(dataDir: string, n: number, timeoutMs: number): Promise<CreateOutcome> {
   const started = performance.now();
   const child = spawn(process.execPath, [CLI_MAIN, 'create-servers', String(n), '--data-dir', dataDir, '--json'], {
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,9 @@ import { fmt, fmtN } from './figures.js';
 
 export type Verdict = 'met' | 'missed' | 'not measured';
 
+/** Issue 18: `mockcloud mirror load` against the sink (the mirror step, mirror-step.ts). */
+export const MIRROR_TARGETS = { loadServersPerSecond: 100, loadVmsPerSecond: 500 };
+
 export interface TargetRow {
   figure: string;
   target: string;

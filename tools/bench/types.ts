@@ -32,6 +32,10 @@ export interface BenchOptions {
   profile: boolean;
   bindIp: string;
   daemonLogLevel: string;
+  /** CNs of the mirror step (capture and load, issue 18); 0 = no mirror step. */
+  mirrorCns?: number;
+  /** Run only the mirror step, not the fleet steps. */
+  mirrorOnly?: boolean;
 }
 
 export type TaskLatency = LatencySummary & { failed: number; failures: string[]; perSecond: number };
@@ -165,4 +169,32 @@ export interface BenchReport {
   /** The CNAPI timings the daemon ran with (the real agent's unless a CI run shortened them). */
   heartbeatIntervalMs: number;
   steps: StepResult[];
+  /** The mirror step (--mirror N). */
+  mirror?: MirrorResult;
+}
+
+/** `mockcloud mirror capture` and `load` of a DC of n CNs with vmsPerCn VMs each (tools/bench/mirror-step.ts). */
+export interface MirrorResult {
+  n: number;
+  vmsPerCn: number;
+  ok: boolean;
+  errors: string[];
+  seconds: number;
+  /** The DC captured. */
+  dc?: { servers: number; vms: number };
+  capture?: { seconds: number; maxRssBytes: number; fileBytes: number; servers: number; vms: number; vmsPerSecond: number };
+  load?: {
+    seconds: number;
+    serversCreated: number;
+    vmsCreated: number;
+    failed: number;
+    /** The load's server phase and VM phase (its report's `seconds`). */
+    serverSeconds: number;
+    vmSeconds: number;
+    serversPerSecond: number;
+    vmsPerSecond: number;
+    maxRssBytes: number;
+    /** The loading daemon's RSS after the load. */
+    daemonRssBytes: number;
+  };
 }

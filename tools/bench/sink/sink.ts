@@ -49,6 +49,8 @@ export class RecordingSink {
   readonly heartbeats = new HeartbeatRecorder();
   readonly napi = new NapiStore();
   readonly vmapi = new VmapiStore();
+  /** Each CN's last sysinfo, for CNAPI's ServerList (`mockcloud mirror capture` reads it). */
+  private readonly sysinfos = new Map<string, Record<string, unknown>>();
   private counters: Record<string, number> = {};
   private unknown: string[] = [];
   private readonly servers = new Map<SinkService, http.Server>();
@@ -139,6 +141,7 @@ export class RecordingSink {
    */
   reset(scope: 'all' | 'cnapi' = 'all'): void {
     this.heartbeats.clear();
+    this.sysinfos.clear();
     if (scope === 'cnapi') return;
     this.napi.clear();
     this.vmapi.clear();
@@ -196,6 +199,7 @@ export class RecordingSink {
       if (q.body.sysinfo.UUID !== uuid) throw new MockcloudError('InternalError', `sysinfo UUID does not match ${uuid}`);
       this.count('cnapi.sysinfo');
       this.heartbeats.sysinfo(uuid, Date.now());
+      this.sysinfos.set(uuid, q.body.sysinfo);
       return { status: 200 };
     });
     r.on('POST', '/servers/:uuid/events/heartbeat', (q) => {
@@ -221,6 +225,12 @@ export class RecordingSink {
       this.count('cnapi.serverUpdate');
       return { status: 204 };
     });
+    // ServerList as CNAPI answers it (what mirror capture reads): a server per registered CN.
+    r.on('GET', '/servers', (q) => {
+      this.count('cnapi.listServers');
+      const { offset, limit } = paging(q.query);
+      return { status: 200, body: [...this.sysinfos.entries()].slice(offset, offset + limit).map(([uuid, sysinfo]) => serverOf(uuid, sysinfo)) };
+    });
     r.on('GET', '/servers/:uuid', (q) => {
       const uuid = q.params[0]!;
       known(uuid);
@@ -231,6 +241,7 @@ export class RecordingSink {
       known(uuid);
       this.count('cnapi.serverDelete');
       this.heartbeats.forget(uuid);
+      this.sysinfos.delete(uuid);
       return { status: 204 };
     });
     r.on('GET', '/__sink/stats', () => ({ status: 200, body: this.stats() }));
@@ -326,6 +337,16 @@ export class RecordingSink {
       return { status: 204 };
     });
     r.on('GET', '/nic_tags', () => ({ status: 200, body: this.napi.listNicTags() }));
+    r.on('GET', '/nic_tags/:name', (q) => {
+      const tag = this.napi.listNicTags().find((t) => t.name === q.params[0]);
+      if (!tag) throw new MockcloudError('ResourceNotFound', 'nic tag not found');
+      return { status: 200, body: tag };
+    });
+    // No pools in the sink: listed empty, so mirror capture and load get NAPI's answers.
+    r.on('GET', '/network_pools', () => ({ status: 200, body: [] }));
+    r.on('GET', '/network_pools/:uuid', () => {
+      throw new MockcloudError('ResourceNotFound', 'network pool not found');
+    });
     r.on('POST', '/nic_tags', (q) => {
       this.count('napi.nicTag.create');
       return { status: 200, body: this.napi.addNicTag(isObject(q.body) ? q.body.name : undefined) };
@@ -343,4 +364,22 @@ export class RecordingSink {
   private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
     if (!this.changefeed.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
   }
+}
+
+/** A CNAPI server object from a CN's sysinfo (the fields ServerList gives with extras=all). */
+function serverOf(uuid: string, sysinfo: Record<string, unknown>): Record<string, unknown> {
+  return {
+    uuid,
+    hostname: sysinfo.Hostname,
+    datacenter: sysinfo['Datacenter Name'],
+    current_platform: sysinfo['Live Image'],
+    ram: Number(sysinfo['MiB of Memory']),
+    headnode: false,
+    setup: true,
+    status: 'running',
+    reserved: false,
+    reservoir: false,
+    traits: {},
+    sysinfo,
+  };
 }
