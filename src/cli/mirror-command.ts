@@ -149,13 +149,11 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
     if (redactKey.length < 16) throw new UsageError('the redaction key must be at least 16 characters');
   }
   const { urls, adminUuid } = await captureUrls(argv);
-  const http = new JsonHttpClient({ maxSockets: 8, timeoutMs: 60_000, userAgent: 'mockcloud-mirror' });
   const stop = interruptible();
   const progress = progressByKind('captured');
   try {
     const header = await capture({
       urls,
-      http,
       output: path.resolve(output),
       vmStates: [...new Set(states)],
       redact: argv.redact !== false,
@@ -177,7 +175,6 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
   } finally {
     progress.stop();
     stop.done();
-    http.agent.destroy();
   }
 }
 
