@@ -399,7 +399,12 @@ export class Daemon {
           const agent = this.cnAgent;
           if (!agent) return undefined;
           if (!(agent instanceof CnAgentServer)) return { inFlight: agent.tasksInFlight ?? 0 };
-          return { inFlight: agent.tasksInFlight, admission: agent.admission.stats(), rejected: agent.rejected };
+          return {
+            inFlight: agent.tasksInFlight,
+            admission: agent.admission.stats(),
+            rejected: agent.rejected,
+            connections: { ...agent.connections.stats(), limits: agent.connections.limits },
+          };
         },
         events: () => this.eventsEngine?.counts(),
         plugins: () => this.plugins,

@@ -195,6 +195,52 @@ export class DaemonMetrics {
         this.set(src.tasks()?.admission?.queued ?? 0);
       },
     });
+    new Gauge({
+      name: 'mockcloud_task_limit',
+      help: 'The bounds of cn-agent task admission (--max-tasks: in_flight, --max-tasks-per-server: per_server, --max-queued-tasks: queued).',
+      labelNames: ['bound'],
+      registers,
+      collect() {
+        this.reset();
+        const l = src.tasks()?.admission?.limits;
+        if (!l) return;
+        this.set({ bound: 'in_flight' }, l.maxInFlight);
+        this.set({ bound: 'per_server' }, l.maxPerCn);
+        this.set({ bound: 'queued' }, l.maxQueued);
+      },
+    });
+    new Gauge({
+      name: 'mockcloud_agent_connections',
+      help: 'Connections open now to the CN sockets (cn-agent), across the fleet.',
+      registers,
+      collect() {
+        this.set(src.tasks()?.connections?.open ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'mockcloud_agent_connections_limit',
+      help: 'The cap on open connections to the CN sockets (--max-connections); beyond it a new one is closed at once.',
+      registers,
+      collect() {
+        const c = src.tasks()?.connections;
+        if (c) this.set(c.limits.maxConnections);
+        else this.reset();
+      },
+    });
+    new Counter({
+      name: 'mockcloud_agent_connections_closed',
+      help: 'Connections to the CN sockets closed by the daemon, by reason (idle_or_slow_headers, slow_body: a deadline passed; over_limit: beyond --max-connections).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        const c = src.tasks()?.connections;
+        if (!c) return;
+        this.inc({ reason: 'idle_or_slow_headers' }, c.timedOut.waiting);
+        this.inc({ reason: 'slow_body' }, c.timedOut.body);
+        this.inc({ reason: 'over_limit' }, c.refused);
+      },
+    });
     new Counter({
       name: 'mockcloud_tasks_refused',
       help: 'Task requests cn-agent refused before running them, by reason (busy: 503 with the queue full; not_registered, paused, bad_request, unknown_task).',

@@ -6,6 +6,7 @@
 import type { AdmissionStats } from '../agents/cn-agent/admission.js';
 import type { MessageKind, ReporterCounters } from '../agents/cn-agent/cnapi-reporter/reporter.js';
 import type { RejectionCounters } from '../agents/cn-agent/server.js';
+import type { ConnectionGuardStats, ConnectionLimits } from '../common/connection-guard.js';
 import type { EventCounts } from '../events/index.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { CnAgentPlugin } from '../runtime/agent-plugin.js';
@@ -22,6 +23,8 @@ export interface TaskView {
   inFlight: number;
   admission?: AdmissionStats;
   rejected?: Readonly<RejectionCounters>;
+  /** The CN sockets' connections: open now, closed by a deadline or the cap, and the cap. */
+  connections?: ConnectionGuardStats & { limits: ConnectionLimits };
 }
 
 export interface MetricSources {

@@ -134,7 +134,16 @@ describe('GET /metrics', () => {
       JSON.stringify({ timings: { heartbeatIntervalMs: 100, startSpreadMs: 50, statusThrottleMs: 200, requestTimeoutMs: 1000 } }),
     );
     const config = await resolveConfig({
-      flags: { dataDir, cmonPort: 0, metricsAddress: '127.0.0.1:0', datacenterName: 'metrics-dc' },
+      flags: {
+        dataDir,
+        cmonPort: 0,
+        metricsAddress: '127.0.0.1:0',
+        datacenterName: 'metrics-dc',
+        maxTasks: '100',
+        maxTasksPerServer: '10',
+        maxQueuedTasks: '1000',
+        maxConnections: '2000',
+      },
       env: {},
       mdata: noMdata,
     });
@@ -200,6 +209,13 @@ describe('GET /metrics', () => {
     expect(total(m, 'mockcloud_task_duration_seconds', { task: 'nop' }, 'mockcloud_task_duration_seconds_count')).toBe(1);
     expect(total(m, 'mockcloud_tasks_in_flight')).toBe(0);
     expect(m.has('mockcloud_tasks_refused')).toBe(true);
+    // The bounds an operator set (issue 15: shown in /status and the metrics).
+    expect(total(m, 'mockcloud_task_limit', { bound: 'in_flight' })).toBe(100);
+    expect(total(m, 'mockcloud_task_limit', { bound: 'per_server' })).toBe(10);
+    expect(total(m, 'mockcloud_task_limit', { bound: 'queued' })).toBe(1000);
+    expect(total(m, 'mockcloud_agent_connections_limit')).toBe(2000);
+    expect(total(m, 'mockcloud_agent_connections')).toBeGreaterThanOrEqual(0);
+    expect(m.has('mockcloud_agent_connections_closed')).toBe(true);
 
     // A task cn-agent does not know is refused before it runs.
     const unknown = await fetch(`http://${cn.agentAddress!.ip}:${cn.agentAddress!.port}/tasks`, {
