@@ -110,6 +110,8 @@ export class Daemon {
   /** GET /metrics (src/metrics), and its own listener with --metrics-address. */
   private metrics: DaemonMetrics | undefined;
   private metricsListener: MetricsListener | undefined;
+  /** Tasks answered and their summed time to the answer (ms), for the fleet page. */
+  private readonly taskLatency = { count: 0, totalMs: 0 };
   private daemonJson: DaemonJsonWriter | undefined;
   private rates: RateWindow | undefined;
   /** How late the event loop ran (the one thread every CN's heartbeats share), between two /status reads. */
@@ -234,7 +236,12 @@ export class Daemon {
         http: this.http,
         scheduler: this.scheduler,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
-        onTaskEnd: metrics.taskEnded,
+        // One observation of each task's end, for the metrics and the fleet page's latency chart.
+        onTaskEnd: (task, end, ms) => {
+          this.taskLatency.count++;
+          this.taskLatency.totalMs += ms;
+          metrics.taskEnded(task, end, ms);
+        },
       };
       this.vmadm = await (this.opts.vmadm ?? createVmadmHost)(ctx);
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
@@ -325,7 +332,7 @@ export class Daemon {
       const handlers = this.controlHandlers();
       this.ui = await startFleetPage({
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
-        cnAgent: this.cnAgent, events: this.eventsEngine, errors: this.errors, control: handlers,
+        cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,
       });
       await this.daemonJson.flush();
 

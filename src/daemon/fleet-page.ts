@@ -23,6 +23,8 @@ export interface FleetPageParts {
   fleet: Fleet;
   reporter: CnapiReporter;
   cnAgent: CnAgentHost;
+  /** Tasks answered and their summed time to the answer (ms), counted where the daemon observes each task's end. */
+  taskLatency: { readonly count: number; readonly totalMs: number };
   events: EventsEngine;
   /** The daemon's error counts by kind (Daemon.errors). */
   errors: ReadonlyMap<string, number>;
@@ -47,8 +49,8 @@ export function fleetSource(p: FleetPageParts): FleetSource {
       return {
         heartbeats: p.reporter.counters.heartbeat.ok,
         tasks: tasks.started ?? 0,
-        tasksAnswered: p.cnAgent.taskLatency?.count ?? 0,
-        taskMsTotal: p.cnAgent.taskLatency?.totalMs ?? 0,
+        tasksAnswered: p.taskLatency.count,
+        taskMsTotal: p.taskLatency.totalMs,
         errors,
       };
     },

@@ -29,8 +29,6 @@ export interface CnAgentHost {
   };
   /** A CN's recent tasks, oldest first (cn-agent's `/history`); absent in stand-ins. */
   history?(uuid: string): readonly HistoryEntry[] | undefined;
-  /** Tasks answered and their summed time to the answer; absent in stand-ins. */
-  readonly taskLatency?: { readonly count: number; readonly totalMs: number };
   /** Counters for `mockcloud status` (tasks by outcome, ...). */
   stats?(): Record<string, unknown>;
 }

@@ -84,8 +84,6 @@ type Settled = { kind: 'ok'; result: TaskResult | undefined } | { kind: 'error';
 export class TaskRunner {
   readonly faults: FaultInjector;
   readonly counters: TaskCounters = { started: 0, succeeded: 0, failed: 0, crashed: 0, timedOut: 0, aborted: 0 };
-  /** Tasks answered and their summed time to the answer (ms): a mean latency between two reads. */
-  readonly latency = { count: 0, totalMs: 0 };
   readonly timeoutSeconds: number;
   private readonly log: Logger;
   private readonly env: TaskEnvironment;
@@ -183,8 +181,6 @@ export class TaskRunner {
       settle = (o, end) => {
         if (replied) return;
         replied = true;
-        this.latency.count++;
-        this.latency.totalMs += Date.now() - startedAt;
         resolve(o);
         this.onTaskEnd?.(task.name, end, performance.now() - t0);
       };

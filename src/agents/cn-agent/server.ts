@@ -184,11 +184,6 @@ export class CnAgentServer {
     return this.slots.get(uuid)?.history.entries;
   }
 
-  /** Tasks answered and their summed time to the answer (TaskRunner.latency). */
-  get taskLatency(): { readonly count: number; readonly totalMs: number } {
-    return this.runner.latency;
-  }
-
   /** Where a CN's agent listens, if attached. */
   addressOf(uuid: string): AgentAddress | undefined {
     return this.slots.get(uuid)?.address;
