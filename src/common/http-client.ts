@@ -101,7 +101,6 @@ export class JsonHttpClient {
    * heartbeat behind them waited 12 s).
    */
   private readonly background: Gate;
-  private foreground = 0;
   /** See OutboundInterceptor; undefined (no check at all) unless a fault event needs it. */
   interceptor: OutboundInterceptor | undefined;
   /** See RequestObserver; undefined costs nothing. */
@@ -138,15 +137,8 @@ export class JsonHttpClient {
     return this.dispatch<T>(req);
   }
 
-  /** Foreground requests (heartbeats, status, tasks' calls) sent and not yet answered. */
-  get foregroundInFlight(): number {
-    return this.foreground;
-  }
-
   private dispatch<T>(req: HttpRequest): Promise<HttpResponse<T>> {
-    if (req.background) return this.background.run(() => this.send<T>(req));
-    this.foreground++;
-    return this.send<T>(req).finally(() => this.foreground--);
+    return req.background ? this.background.run(() => this.send<T>(req)) : this.send<T>(req);
   }
 
   private send<T>(req: HttpRequest): Promise<HttpResponse<T>> {

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { CnapiReporter, HEARTBEAT_JOB } from '../agents/cn-agent/cnapi-reporter/index.js';
+import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
@@ -178,11 +178,10 @@ export class Daemon {
     // Twice the expected pause: on a busy machine a collection took 2.9 s where 1.4 s was
     // expected. Never more than one interval: each CN's heartbeat is then sent once, now.
     const windowMs = Math.min(this.reporter.timings.heartbeatIntervalMs, 2 * expectedMs + AHEAD_WAIT_MS + AHEAD_MARGIN_MS);
-    const sent = this.scheduler.runAhead(HEARTBEAT_JOB, windowMs);
-    const deadline = performance.now() + AHEAD_WAIT_MS;
-    while (this.http.foregroundInFlight > 0 && performance.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    const { sent, answered } = this.reporter.sendHeartbeatsAhead(windowMs);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, AHEAD_WAIT_MS)))]);
+    clearTimeout(timer);
     return sent;
   }
 

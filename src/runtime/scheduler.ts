@@ -32,8 +32,6 @@ interface Entry extends ScheduledJob {
   seq: number;
   fn: ScheduledFn;
   cancelled: boolean;
-  /** What the job is, for `runAhead` (heartbeats); most jobs have none. */
-  kind: string | undefined;
 }
 
 export class Scheduler {
@@ -70,8 +68,8 @@ export class Scheduler {
   }
 
   /** Run `fn` once, `delayMs` from now. Cancel with `cancel()`. */
-  schedule(delayMs: number, fn: ScheduledFn, kind?: string): ScheduledJob {
-    const entry: Entry = { due: schedulerNow() + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false, kind };
+  schedule(delayMs: number, fn: ScheduledFn): ScheduledJob {
+    const entry: Entry = { due: schedulerNow() + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };
     this.push(entry);
     if (this.running && entry.due < this.timerDue && !this.slicePending) this.arm();
     return entry;
@@ -79,23 +77,6 @@ export class Scheduler {
 
   cancel(job: ScheduledJob | undefined): void {
     if (job) (job as Entry).cancelled = true;
-  }
-
-  /**
-   * Run now every job of `kind` due within `withinMs`: ahead of a pause the process knows it is
-   * about to take (a full heap collection), so that what falls due during it is not late.
-   * Returns how many ran.
-   */
-  runAhead(kind: string, withinMs: number): number {
-    if (!this.running) return 0;
-    const limit = schedulerNow() + withinMs;
-    // Picked first: the jobs schedule their successors into the heap as they run.
-    const picked = this.heap.filter((e) => !e.cancelled && e.kind === kind && e.due <= limit);
-    for (const entry of picked) {
-      entry.cancelled = true;
-      this.invoke(entry.fn);
-    }
-    return picked.length;
   }
 
   /** A uniformly random delay in [base*(1-spread), base*(1+spread)]: keeps CNs out of lockstep. */

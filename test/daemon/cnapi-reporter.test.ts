@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
-import { CnapiReporter, HEARTBEAT_JOB } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
+import { CnapiReporter } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
 import { backoffDelay, DEFAULT_REPORTER_TIMINGS, type ReporterTimings } from '../../src/agents/cn-agent/cnapi-reporter/timings.js';
 import { buildStatusSample } from '../../src/agents/cn-agent/cnapi-reporter/status-sample.js';
 import { JsonHttpClient } from '../../src/common/http-client.js';
@@ -108,14 +108,17 @@ describe('CNAPI reporter', () => {
     for (const cn of cns) reporter.attach(cn);
     const beats = () => cnapi.find('POST', /\/events\/heartbeat$/).length;
     await waitFor(() => beats() === cns.length, 10_000, 'first heartbeats');
-    expect(scheduler.runAhead(HEARTBEAT_JOB, 1000)).toBe(0);
+    expect(reporter.sendHeartbeatsAhead(1000).sent).toBe(0);
     const sentAt = Date.now();
-    expect(scheduler.runAhead(HEARTBEAT_JOB, 61_000)).toBe(cns.length);
-    await waitFor(() => beats() === 2 * cns.length, 2000, 'heartbeats sent ahead');
+    const ahead = reporter.sendHeartbeatsAhead(61_000);
+    expect(ahead.sent).toBe(cns.length);
+    // Resolves once every one of them has been answered.
+    await ahead.answered;
+    expect(beats()).toBe(2 * cns.length);
     expect(Date.now() - sentAt).toBeLessThan(2000);
     for (const cn of cns) expect(cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`))).toHaveLength(2);
     // The next ones follow the interval again.
-    expect(scheduler.runAhead(HEARTBEAT_JOB, 1000)).toBe(0);
+    expect(reporter.sendHeartbeatsAhead(1000).sent).toBe(0);
   });
 
   it('uses the real agent\'s intervals by default', () => {

@@ -14,31 +14,6 @@ describe('Scheduler', () => {
     vi.restoreAllMocks();
   });
 
-  it('runs ahead only the jobs of a kind due within the window, once each', async () => {
-    scheduler = new Scheduler();
-    scheduler.start();
-    const ran: string[] = [];
-    const again: string[] = [];
-    const beat = (name: string) => () => {
-      ran.push(name);
-      // A heartbeat schedules its successor: that one is not run ahead too.
-      scheduler!.schedule(1000, () => void again.push(name), 'beat');
-    };
-    scheduler.schedule(200, beat('soon'), 'beat');
-    scheduler.schedule(400, beat('later'), 'beat');
-    scheduler.schedule(5000, beat('far'), 'beat');
-    scheduler.schedule(200, () => void ran.push('status'), 'status');
-    const cancelled = scheduler.schedule(200, beat('cancelled'), 'beat');
-    scheduler.cancel(cancelled);
-    expect(scheduler.runAhead('beat', 1000)).toBe(2);
-    expect(ran).toEqual(['soon', 'later']);
-    // They do not run again when their due time comes; the other kind runs on time.
-    for (let i = 0; i < 100 && !ran.includes('status'); i++) await sleep(10);
-    await sleep(300);
-    expect(ran).toEqual(['soon', 'later', 'status']);
-    expect(again).toEqual([]);
-  });
-
   it('runs jobs in due order and never runs a cancelled one', async () => {
     scheduler = new Scheduler();
     scheduler.start();

@@ -33,8 +33,6 @@ const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
 
-/** The scheduler's kind of the heartbeat jobs (`Scheduler.runAhead`). */
-export const HEARTBEAT_JOB = 'cnapi-heartbeat';
 const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -83,6 +81,8 @@ class CnLink {
   lastStatusAt = 0;
   /** When CNAPI last accepted a heartbeat of this CN (epoch ms; 0: none yet). */
   lastHeartbeatAt = 0;
+  /** Its heartbeat was sent ahead (sendHeartbeatsAhead) and is not answered yet. */
+  ahead = false;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -113,6 +113,8 @@ export class CnapiReporter implements MockCnHooks {
   private readonly onError: ((kind: MessageKind) => void) | undefined;
   private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
   private running = false;
+  /** Heartbeats sent ahead and not yet answered, and who waits for them. */
+  private readonly ahead = { pending: 0, waiters: [] as (() => void)[] };
 
   constructor(opts: CnapiReporterOptions) {
     this.log = opts.log;
@@ -143,6 +145,38 @@ export class CnapiReporter implements MockCnHooks {
   /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
   lastHeartbeatAt(uuid: string): number | undefined {
     return this.links.get(uuid)?.lastHeartbeatAt || undefined;
+  }
+
+  /**
+   * Send now every heartbeat due within `withinMs`: ahead of a pause the process knows it is
+   * about to take (a full heap collection), so that none falls due during it. Each is
+   * rescheduled at once, and the scheduler sends them in its usual slices; the next follows
+   * the interval after it. `answered` resolves when all of them have been answered (or their
+   * CNs detached).
+   */
+  sendHeartbeatsAhead(withinMs: number): { sent: number; answered: Promise<void> } {
+    let sent = 0;
+    if (this.running) {
+      const limit = schedulerNow() + withinMs;
+      for (const link of this.links.values()) {
+        const job = link.heartbeatJob;
+        if (!job || job.cancelled || job.due > limit || link.ahead) continue;
+        this.scheduler.cancel(job);
+        link.ahead = true;
+        this.ahead.pending++;
+        link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link));
+        sent++;
+      }
+    }
+    const answered = this.ahead.pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.ahead.waiters.push(resolve));
+    return { sent, answered };
+  }
+
+  private aheadAnswered(link: CnLink): void {
+    if (!link.ahead) return;
+    link.ahead = false;
+    if (--this.ahead.pending > 0) return;
+    for (const wake of this.ahead.waiters.splice(0)) wake();
   }
 
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
@@ -314,7 +348,7 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HEARTBEAT_JOB);
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -335,8 +369,9 @@ export class CnapiReporter implements MockCnHooks {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
       link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HEARTBEAT_JOB);
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
     }
+    this.aheadAnswered(link);
     this.done(link);
   }
 
@@ -444,6 +479,7 @@ export class CnapiReporter implements MockCnHooks {
     this.scheduler.cancel(link.statusJob);
     this.scheduler.cancel(link.retryJob);
     link.heartbeatJob = link.statusJob = link.retryJob = undefined;
+    this.aheadAnswered(link);
   }
 
   private drop(link: CnLink): void {
