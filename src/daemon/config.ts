@@ -25,6 +25,7 @@ import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.
 import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
+import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
 
 const require = createRequire(import.meta.url);
@@ -37,11 +38,7 @@ export const DEFAULT_CMON_PORT = 9163;
 /** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
 export const DEFAULT_METRICS_PORT = 8881;
 
-/** An address to listen on: an IP and a port (0: any free one). */
-export interface ListenAddress {
-  ip: string;
-  port: number;
-}
+export type { ListenAddress };
 
 /**
  * How the mock CNs get their `CN Agent IP`:
@@ -403,7 +400,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const profilesDir = await lookup('profilesDir');
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
   const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
-  if (metricsAddress !== undefined) config.metricsAddress = parseListenAddress('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
+  if (metricsAddress !== undefined) config.metricsAddress = parseListenAddressSetting('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
@@ -498,13 +495,10 @@ function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
 }
 
 /** "IP", "IP:PORT" or "[IPv6]:PORT"; a bare IP takes `defaultPort`. */
-export function parseListenAddress(key: SettingKey, text: string, defaultPort: number): ListenAddress {
-  const t = text.trim();
-  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(t) ?? (net.isIPv6(t) ? [t, t, undefined] : /^([^:]+)(?::([^:]*))?$/.exec(t));
-  const ip = m?.[1];
-  if (!ip || net.isIP(ip) === 0) throw invalid(key, `${JSON.stringify(text)} is not IP[:PORT]`);
-  const port = m[2] === undefined ? defaultPort : parsePort(key, m[2], true);
-  return { ip, port };
+export function parseListenAddressSetting(key: SettingKey, text: string, defaultPort: number): ListenAddress {
+  const a = parseListenAddress(text, defaultPort);
+  if (typeof a === 'string') throw invalid(key, a);
+  return a;
 }
 
 function parseCount(key: SettingKey, text: string, zeroOk: boolean): number {

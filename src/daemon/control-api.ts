@@ -38,6 +38,7 @@ import type { AddressInfo } from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
+import { isLoopbackHost } from '../common/listen-address.js';
 import { isUuid } from '../common/uuid.js';
 import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
 
@@ -256,8 +257,6 @@ export function canonicalUrl(url: string): string {
 
 /** Only loopback names: a web page in a browser cannot drive the daemon (DNS rebinding). */
 function checkHost(host: string | undefined): void {
-  if (host === undefined) return;
-  const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-  if (name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name)) return;
+  if (host === undefined || isLoopbackHost(host)) return;
   throw new MockcloudError('Forbidden', `the control API only answers loopback requests (Host: ${host})`);
 }

@@ -319,7 +319,8 @@ export class Daemon {
       await this.eventsEngine.start();
       await this.startMetricsListener();
 
-      this.control = new ControlApi(this.controlHandlers(), log.child({ component: 'control-api' }), config.controlPort);
+      const handlers = this.controlHandlers();
+      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), config.controlPort);
       await this.control.start().catch((err: unknown) => {
         throw new MockcloudError(
           'InvalidArgument',
@@ -328,7 +329,6 @@ export class Daemon {
           { cause: err },
         );
       });
-      const handlers = this.controlHandlers();
       this.ui = await startFleetPage({
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
         cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,

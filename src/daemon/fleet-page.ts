@@ -40,6 +40,7 @@ export function fleetSource(p: FleetPageParts): FleetSource {
     heartbeatIntervalMs: p.reporter.timings.heartbeatIntervalMs,
     heartbeats: !p.reporter.standalone,
     activeEvents: () => p.events.list().active,
+    faultState: (uuid) => p.events.faultState(uuid),
     eventLogPath: p.events.logPath,
     taskHistory: (uuid) => p.cnAgent.history?.(uuid),
     counters: (): FleetCounters => {

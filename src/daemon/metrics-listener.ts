@@ -9,8 +9,8 @@
  * CNS or other DNS name), and what is served is read-only figures, as every Triton service's
  * metrics port serves them (the control API, which changes the fleet, keeps to loopback names).
  */
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { listenerUrl } from '../common/listen-address.js';
 import type { Logger } from '../common/log.js';
 import { closeServer, createServer, listen, route, sendError, type RestifyServer } from '../headnode/http.js';
 import { answerUnrouted, canonicalUrl, METHODS, methodNotAllowed, sendText, type ControlResponse } from './control-api.js';
@@ -29,8 +29,7 @@ export class MetricsListener {
   /** Where it listens (the port chosen when 0 was asked). */
   get address(): { ip: string; port: number; url: string } {
     if (!this.addr) throw new Error('metrics listener not started');
-    const host = net.isIPv6(this.where.ip) ? `[${this.where.ip}]` : this.where.ip;
-    return { ip: this.where.ip, port: this.addr.port, url: `http://${host}:${this.addr.port}/metrics` };
+    return { ip: this.where.ip, port: this.addr.port, url: listenerUrl(this.where.ip, this.addr.port, '/metrics') };
   }
 
   async start(): Promise<void> {

@@ -66,14 +66,19 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
     }
   }
 
-  if (config.metricsAddress) {
-    // Port 0 too: the IP must be one of this host's.
-    const { ip, port } = config.metricsAddress;
+  // Port 0 too: the IP must be one of this host's.
+  const listeners = [
+    { what: 'metrics', key: 'metricsAddress' as const, at: config.metricsAddress },
+    { what: 'the fleet page', key: 'uiAddress' as const, at: config.uiAddress, orNone: true },
+  ];
+  for (const l of listeners) {
+    if (!l.at) continue;
+    const { ip, port } = l.at;
     const err = await probeListen(ip, port);
     if (err) {
       throw new MockcloudError(
         'Conflict',
-        `metrics cannot be served on ${ip}:${port}: ${describeSystemError(err)}; choose another address with ${flagOf('metricsAddress')}`,
+        `${l.what} cannot be served on ${ip}:${port}: ${describeSystemError(err)}; choose another address with ${flagOf(l.key)}${l.orNone ? ', or none for no page' : ''}`,
       );
     }
   }

@@ -7,6 +7,7 @@
  * ramps), and costs nothing while no event runs: the HTTP interceptor, fault rules and CN
  * conditions exist only while an event needs them.
  */
+import type { FaultState } from './server-state.js';
 import { MockcloudError } from '../common/errors.js';
 import { randomStream, type RandomStream } from '../common/seeded-random.js';
 import { newUuid } from '../common/uuid.js';
@@ -131,7 +132,7 @@ export class EventsEngine {
    * What events do to this CN right now: taken offline (offline, flap), cut off the network
    * (partition), or nothing.
    */
-  faultState(uuid: string): 'offline' | 'partitioned' | undefined {
+  faultState(uuid: string): FaultState {
     if (this.power.isHeld(uuid)) return 'offline';
     return this.network.isBlocked(uuid) ? 'partitioned' : undefined;
   }

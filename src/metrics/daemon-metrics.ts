@@ -16,16 +16,14 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TaskEnd } from '../agents/cn-agent/runner.js';
 import { MockcloudError } from '../common/errors.js';
 import type { HttpRequest } from '../common/http-client.js';
+import { SERVER_STATES, serverState, type ServerState } from '../events/index.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import { ProcessMetrics } from './process.js';
-import type { MetricSources } from './sources.js';
+import type { MetricSources, TaskView } from './sources.js';
 
 /** `Content-Type` of the Prometheus text format, version 0.0.4. */
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
-/** What the fleet gauge counts a CN as (docs/metrics.md). */
-export const SERVER_STATES = ['running', 'offline', 'partitioned', 'rebooting'] as const;
-export type ServerState = (typeof SERVER_STATES)[number];
 
 const APIS = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
 
@@ -35,6 +33,8 @@ interface FleetSnapshot {
   registered: number;
   vms: Map<string, number>;
   pluginStats: Map<string, Record<string, number>>;
+  /** cn-agent's task, admission and connection figures, read once. */
+  tasks: TaskView | undefined;
 }
 
 export interface DaemonMetricsOptions {
@@ -184,7 +184,7 @@ export class DaemonMetrics {
       help: 'cn-agent tasks running now, across the fleet.',
       registers,
       collect() {
-        this.set(src.tasks()?.inFlight ?? 0);
+        this.set(snap().tasks?.inFlight ?? 0);
       },
     });
     new Gauge({
@@ -192,7 +192,7 @@ export class DaemonMetrics {
       help: 'cn-agent tasks waiting for their turn (beyond --max-tasks or --max-tasks-per-server).',
       registers,
       collect() {
-        this.set(src.tasks()?.admission?.queued ?? 0);
+        this.set(snap().tasks?.admission?.queued ?? 0);
       },
     });
     new Gauge({
@@ -202,7 +202,7 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.reset();
-        const l = src.tasks()?.admission?.limits;
+        const l = snap().tasks?.admission?.limits;
         if (!l) return;
         this.set({ bound: 'in_flight' }, l.maxInFlight);
         this.set({ bound: 'per_server' }, l.maxPerCn);
@@ -214,7 +214,7 @@ export class DaemonMetrics {
       help: 'Connections open now to the CN sockets (cn-agent), across the fleet.',
       registers,
       collect() {
-        this.set(src.tasks()?.connections?.open ?? 0);
+        this.set(snap().tasks?.connections?.open ?? 0);
       },
     });
     new Gauge({
@@ -222,7 +222,7 @@ export class DaemonMetrics {
       help: 'The cap on open connections to the CN sockets (--max-connections); beyond it a new one is closed at once.',
       registers,
       collect() {
-        const c = src.tasks()?.connections;
+        const c = snap().tasks?.connections;
         if (c) this.set(c.limits.maxConnections);
         else this.reset();
       },
@@ -234,7 +234,7 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.reset();
-        const c = src.tasks()?.connections;
+        const c = snap().tasks?.connections;
         if (!c) return;
         this.inc({ reason: 'idle_or_slow_headers' }, c.timedOut.waiting);
         this.inc({ reason: 'slow_body' }, c.timedOut.body);
@@ -248,7 +248,7 @@ export class DaemonMetrics {
       registers,
       collect() {
         this.reset();
-        const t = src.tasks();
+        const t = snap().tasks;
         if (t?.admission) this.inc({ reason: 'busy' }, t.admission.refused);
         if (t?.rejected) {
           this.inc({ reason: 'not_registered' }, t.rejected.notRegistered);
@@ -424,7 +424,7 @@ export class DaemonMetrics {
       const s = p.stats?.();
       if (s) pluginStats.set(p.name, s);
     }
-    return { byProfile, registered, vms, pluginStats };
+    return { byProfile, registered, vms, pluginStats, tasks: src.tasks() };
   }
 
   private apiOf(url: string): string {
@@ -435,12 +435,6 @@ export class DaemonMetrics {
   }
 }
 
-/** How a CN shows in `mockcloud_servers`: down is offline (an event holds it) or rebooting. */
-export function serverState(power: 'up' | 'down', fault: 'offline' | 'partitioned' | undefined): ServerState {
-  if (fault === 'offline') return 'offline';
-  if (power === 'down') return 'rebooting';
-  return fault === 'partitioned' ? 'partitioned' : 'running';
-}
 
 function isTimeout(err: unknown): boolean {
   return err instanceof MockcloudError && err.code === 'GatewayTimeout';

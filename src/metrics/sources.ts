@@ -7,7 +7,7 @@ import type { AdmissionStats } from '../agents/cn-agent/admission.js';
 import type { MessageKind, ReporterCounters } from '../agents/cn-agent/cnapi-reporter/reporter.js';
 import type { RejectionCounters } from '../agents/cn-agent/server.js';
 import type { ConnectionGuardStats, ConnectionLimits } from '../common/connection-guard.js';
-import type { EventCounts } from '../events/index.js';
+import type { EventCounts, FaultState } from '../events/index.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { CnAgentPlugin } from '../runtime/agent-plugin.js';
 
@@ -31,7 +31,7 @@ export interface MetricSources {
   /** Every mock CN the daemon hosts (the headnode server among them). */
   servers(): Iterable<MockCn>;
   /** What events do to a CN now (EventsEngine.faultState): taken offline, cut off, or nothing. */
-  faultState(uuid: string): 'offline' | 'partitioned' | undefined;
+  faultState(uuid: string): FaultState;
   reporter(): ReporterView | undefined;
   tasks(): TaskView | undefined;
   events(): EventCounts | undefined;

@@ -144,26 +144,16 @@ export async function readCaptureHeader(file: string): Promise<CaptureHeader> {
  * capture, of another version, or cut short (no end line) fails with what is wrong.
  */
 export async function* readCapture(file: string, opts: { headerOnly?: boolean } = {}): AsyncGenerator<CaptureHeader | CaptureRecord> {
-  const stream = createReadStream(file).on('error', () => undefined);
+  const stream = createReadStream(file);
   const gunzip = zlib.createGunzip();
+  // The file's own error reaches the lines through gunzip; readline passes gunzip's on.
+  stream.on('error', (err) => gunzip.destroy(badCapture(file, err.message)));
   const lines = readline.createInterface({ input: stream.pipe(gunzip), crlfDelay: Infinity });
-  const failure = new Promise<never>((_r, reject) => {
-    stream.once('error', (err) => reject(badCapture(file, (err as Error).message)));
-    gunzip.once('error', (err) => reject(badCapture(file, `not gzip or cut short (${err.message})`)));
-  });
-  failure.catch(() => undefined);
   let lineNo = 0;
   let ended = false;
   try {
-    const it = lines[Symbol.asyncIterator]();
-    for (;;) {
-      const next = await Promise.race([it.next(), failure]).catch((err: unknown) => {
-        // readline passes gunzip's error on itself, before the listener above sees it.
-        throw err instanceof MockcloudError ? err : badCapture(file, `not gzip or cut short (${(err as Error).message})`);
-      });
-      if (next.done) break;
+    for await (const line of lines) {
       lineNo++;
-      const line = next.value;
       if (line === '') continue;
       let value: Obj;
       try {
@@ -189,6 +179,8 @@ export async function* readCapture(file: string, opts: { headerOnly?: boolean } 
     }
     if (lineNo === 0) throw badCapture(file, 'it is empty');
     if (!ended) throw badCapture(file, 'it is cut short (no end line)');
+  } catch (err) {
+    throw err instanceof MockcloudError ? err : badCapture(file, `not gzip or cut short (${(err as Error).message})`);
   } finally {
     lines.close();
     stream.destroy();

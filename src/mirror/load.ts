@@ -111,8 +111,7 @@ class Loader {
   async run(): Promise<LoadReport> {
     const started = Date.now();
     // A file cut short or damaged is refused before anything is made.
-    await verifyCapture(this.o.file);
-    let header: CaptureHeader | undefined;
+    const header = await verifyCapture(this.o.file);
     let pool = new Pool(1);
     let kind: RecordKind | undefined;
     const done = Object.fromEntries(RECORD_KINDS.map((k) => [k, 0])) as Record<RecordKind, number>;
@@ -124,10 +123,7 @@ class Loader {
       if (kind) seconds[kind] = Math.round(performance.now() - kindStarted) / 1000;
     };
     for await (const item of readCapture(this.o.file)) {
-      if (item.kind === 'header') {
-        header = item;
-        continue;
-      }
+      if (item.kind === 'header') continue;
       this.checkAborted();
       if (item.kind !== kind) {
         // One kind at a time: everything of the kind before is done (VMs need their CN).
@@ -152,11 +148,10 @@ class Loader {
         });
         if (outcome) this.counts[k][outcome]++;
         done[k]++;
-        this.o.onProgress?.({ kind: k, done: done[k], total: header!.counts[k] });
+        this.o.onProgress?.({ kind: k, done: done[k], total: header.counts[k] });
       });
     }
     await endKind();
-    if (!header) throw new MockcloudError('InvalidArgument', `${this.o.file} has no header`);
     return {
       header,
       counts: this.counts,
@@ -303,14 +298,17 @@ class Loader {
       this.note('images (no IMGAPI in the loading DC)');
       return 'skipped';
     }
-    if (await this.exists(`${imgapi}/images/${String(m.uuid)}`)) return 'existing';
-    if (typeof m.origin === 'string' && !(await this.exists(`${imgapi}/images/${m.origin}`))) {
+    const found = await this.exists(`${imgapi}/images/${String(m.uuid)}`);
+    // Imported by an earlier load that was cut off before its file and activation: finished here.
+    const unfinished = found?.state === 'unactivated' && String(m.state ?? 'active') !== 'unactivated';
+    if (found && !unfinished) return 'existing';
+    if (!found && typeof m.origin === 'string' && !(await this.exists(`${imgapi}/images/${m.origin}`))) {
       // Its origin may come later in the capture: tried again once every image was read.
       this.pendingImages.push(m);
       return undefined;
     }
-    await this.importImage(m);
-    return 'created';
+    await this.importImage(m, found !== undefined);
+    return found ? 'existing' : 'created';
   }
 
   private async flushImages(): Promise<void> {
@@ -330,14 +328,13 @@ class Loader {
     }
   }
 
-  private async importImage(m: Obj): Promise<void> {
+  /** Import (unless `imported` by an earlier, interrupted load), then the file and the state. */
+  private async importImage(m: Obj, imported: boolean): Promise<void> {
     const imgapi = this.o.urls.imgapi!;
     const uuid = String(m.uuid);
     const manifest: Obj = { ...m };
     for (const k of ['files', 'state', 'published_at', 'channels']) delete manifest[k];
-    // An earlier, interrupted load may have imported it without its file: go on from there.
-    const partial = await this.exists(`${imgapi}/images/${uuid}`);
-    if (!partial) await this.ok('POST', `${imgapi}/images/${uuid}?action=import`, manifest);
+    if (!imported) await this.ok('POST', `${imgapi}/images/${uuid}?action=import`, manifest);
     const state = String(m.state ?? 'active');
     if (state === 'unactivated') return;
     const file = await this.call('PUT', `${imgapi}/images/${uuid}/file?compression=gzip`, EMPTY_GZIP);

@@ -8,7 +8,7 @@ import type { HistoryEntry } from '../agents/cn-agent/history.js';
 import { MockcloudError } from '../common/errors.js';
 import type { EventLogRecord } from '../events/types.js';
 import { adminNicOf } from '../mockcn/sysinfo-file.js';
-import { CELL_STATES, cellState, eventsByServer, lateAfterMs, type FleetSource } from './source.js';
+import { CELL_STATES, cellState, lateAfterMs, type FleetSource } from './source.js';
 
 /** How much of the end of events.jsonl a detail reads: enough for the recent events, bounded. */
 const EVENT_LOG_TAIL_BYTES = 256 * 1024;
@@ -20,7 +20,7 @@ export async function serverDetail(source: FleetSource, uuid: string): Promise<R
   const now = Date.now();
   const active = source.activeEvents().filter((ev) => ev.servers.includes(cn.uuid));
   const lastHb = source.lastHeartbeatAt(cn.uuid);
-  const state = cellState(cn, eventsByServer(active).get(cn.uuid), lastHb, now, lateAfterMs(source.heartbeatIntervalMs), source.heartbeats);
+  const state = cellState(cn, source.faultState(cn.uuid), lastHb, now, lateAfterMs(source.heartbeatIntervalMs), source.heartbeats);
   return {
     uuid: cn.uuid,
     hostname: cn.hostname,

@@ -16,7 +16,7 @@
  */
 import type { Logger } from '../common/log.js';
 import type { Scheduler, ScheduledJob } from '../runtime/scheduler.js';
-import { CELL_STATES, cellState, eventsByServer, isComputeNode, lateAfterMs, type FleetCounters, type FleetSource, type PageCn } from './source.js';
+import { CELL_STATES, cellState, isComputeNode, lateAfterMs, type FleetCounters, type FleetSource, type PageCn } from './source.js';
 
 export const TICK_MS = 1000;
 /** 10 minutes of per-second points. */
@@ -73,10 +73,6 @@ export class FleetFeed {
     this.job = undefined;
     this.clients.clear();
     this.forget();
-  }
-
-  get clientCount(): number {
-    return this.clients.size;
   }
 
   /** A page connected: it gets the whole fleet now, then the deltas. */
@@ -162,7 +158,6 @@ export class FleetFeed {
   private walk(now: number, wantAll: boolean): { all: Cell[]; added: Cell[]; removed: number[]; changed: [number, number, number][]; hb: number[] } {
     const src = this.source;
     const lateMs = lateAfterMs(src.heartbeatIntervalMs);
-    const events = eventsByServer(src.activeEvents());
     const gen = ++this.gen;
     const all: Cell[] = [];
     const added: Cell[] = [];
@@ -175,7 +170,7 @@ export class FleetFeed {
       if (!isComputeNode(cn)) continue;
       cns++;
       const lastHb = src.lastHeartbeatAt(cn.uuid);
-      const state = cellState(cn, events.get(cn.uuid), lastHb, now, lateMs, src.heartbeats);
+      const state = cellState(cn, src.faultState(cn.uuid), lastHb, now, lateMs, src.heartbeats);
       const vms = cn.vms.size;
       counts[state]!++;
       vmTotal += vms;

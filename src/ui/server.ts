@@ -30,7 +30,8 @@ import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isUuid } from '../common/uuid.js';
 import type { Scheduler } from '../runtime/scheduler.js';
-import { isLoopback, urlOf, type UiAddress } from './address.js';
+import { isLoopbackHost, isLoopbackIp, listenerUrl } from '../common/listen-address.js';
+import type { UiAddress } from './address.js';
 import { serverDetail } from './detail.js';
 import { FleetFeed } from './feed.js';
 import type { FleetSource } from './source.js';
@@ -77,7 +78,7 @@ export class UiServer {
 
   get address(): { ip: string; port: number; url: string } {
     if (!this.addr) throw new Error('fleet page not started');
-    return { ip: this.opts.address.ip, port: this.addr.port, url: urlOf(this.opts.address.ip, this.addr.port) };
+    return { ip: this.opts.address.ip, port: this.addr.port, url: listenerUrl(this.opts.address.ip, this.addr.port) };
   }
 
   async start(): Promise<void> {
@@ -134,9 +135,9 @@ export class UiServer {
     const method = req.method ?? 'GET';
     if (p.startsWith('/api/')) {
       if (method !== 'GET' && method !== 'HEAD') checkSameOrigin(req, true);
-      const segs = p.split('/').filter(Boolean).slice(1);
+      const segs = p.split('/').filter(Boolean).slice(1).map(segment);
       if (segs[0] === 'servers' && segs.length === 2 && method === 'GET') {
-        const uuid = decodeURIComponent(segs[1]!);
+        const uuid = segs[1]!;
         if (!isUuid(uuid)) throw new MockcloudError('InvalidArgument', `${JSON.stringify(uuid)} is not a server UUID`);
         return sendJson(res, 200, await serverDetail(this.opts.source, uuid.toLowerCase()));
       }
@@ -145,7 +146,7 @@ export class UiServer {
         if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(await readJsonBody(req, MAX_BODY_BYTES)));
       }
       if (segs[0] === 'events' && segs.length === 2 && method === 'DELETE') {
-        return sendJson(res, 200, await this.opts.source.endEvent(decodeURIComponent(segs[1]!)));
+        return sendJson(res, 200, await this.opts.source.endEvent(segs[1]!));
       }
       throw new MockcloudError('ResourceNotFound', `${method} ${p} does not exist`);
     }
@@ -194,11 +195,9 @@ export class UiServer {
 
   /** On a loopback address, only loopback Host names (a page of another site cannot rebind to it). */
   private checkHost(req: http.IncomingMessage): void {
-    if (!isLoopback(this.opts.address.ip)) return;
+    if (!isLoopbackIp(this.opts.address.ip)) return;
     const host = req.headers.host;
-    if (host === undefined) return;
-    const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-    if (name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name)) return;
+    if (host === undefined || isLoopbackHost(host)) return;
     throw new MockcloudError('Forbidden', `the fleet page on ${this.opts.address.ip} only answers loopback requests (Host: ${host})`);
   }
 
@@ -226,6 +225,15 @@ function checkSameOrigin(req: http.IncomingMessage, change: boolean): void {
   }
   if (change && !/^application\/json\b/i.test(req.headers['content-type'] ?? '') && req.method === 'POST') {
     throw new MockcloudError('UnsupportedMediaType', 'the body must be JSON (content-type: application/json)');
+  }
+}
+
+/** A path segment, decoded; one that is not valid percent-encoding is the client's error. */
+function segment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new MockcloudError('BadRequest', `bad path segment ${JSON.stringify(s)}`);
   }
 }
 

@@ -4,6 +4,7 @@
  * daemon's objects, and the daemon stays the only owner of the fleet.
  */
 import type { HistoryEntry } from '../agents/cn-agent/history.js';
+import { serverState, type FaultState } from '../events/server-state.js';
 import type { EventView } from '../events/types.js';
 import type { MockCn } from '../mockcn/types.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
@@ -36,6 +37,8 @@ export interface FleetSource {
   /** False when no CNAPI is configured (standalone): nothing heartbeats, nothing is late. */
   readonly heartbeats: boolean;
   activeEvents(): readonly EventView[];
+  /** What an event does to the CN now (EventsEngine.faultState). */
+  faultState(uuid: string): FaultState;
   /** `<data-dir>/events.jsonl`: the events applied before, for a CN's detail. */
   readonly eventLogPath: string;
   taskHistory(uuid: string): readonly HistoryEntry[] | undefined;
@@ -61,13 +64,13 @@ export function lateAfterMs(heartbeatIntervalMs: number): number {
 }
 
 /**
- * A CN's state for its cell: down is offline when an offline or flap event holds it, else
- * rebooting (MockCn.power); up, partitioned while a partition event cuts it off, starting until
- * registered and heartbeating, late when its last heartbeat is older than `lateMs`.
+ * A CN's state for its cell: what events make of it, as the metrics count it (serverState:
+ * offline, rebooting, partitioned), else starting until registered and heartbeating, late when
+ * its last heartbeat is older than `lateMs`, else running.
  */
-export function cellState(cn: MockCn, events: ReadonlySet<string> | undefined, lastHeartbeat: number | undefined, now: number, lateMs: number, heartbeats: boolean): number {
-  if (cn.power === 'down') return events?.has('offline') || events?.has('flap') ? OFFLINE : REBOOTING;
-  if (events?.has('partition')) return PARTITIONED;
+export function cellState(cn: MockCn, fault: FaultState, lastHeartbeat: number | undefined, now: number, lateMs: number, heartbeats: boolean): number {
+  const s = serverState(cn.power, fault);
+  if (s !== 'running') return s === 'offline' ? OFFLINE : s === 'rebooting' ? REBOOTING : PARTITIONED;
   if (!cn.registered) return STARTING;
   if (!heartbeats) return RUNNING;
   if (lastHeartbeat === undefined) return STARTING;
@@ -77,17 +80,4 @@ export function cellState(cn: MockCn, events: ReadonlySet<string> | undefined, l
 /** The fleet's compute nodes: the dev DC's headnode server gets no cell. */
 export function isComputeNode(cn: MockCn): boolean {
   return !isHeadnodeSysinfo(cn.sysinfo);
-}
-
-/** Active event types by server uuid. */
-export function eventsByServer(events: readonly EventView[]): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const ev of events) {
-    for (const uuid of ev.servers) {
-      let set = out.get(uuid);
-      if (!set) out.set(uuid, (set = new Set()));
-      set.add(ev.type);
-    }
-  }
-  return out;
 }

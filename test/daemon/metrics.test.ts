@@ -337,6 +337,10 @@ describe('--metrics-address', () => {
         const d = new Daemon({ config, log, plugins: [] });
         await expect(d.start()).rejects.toThrow(/metrics cannot be served on .*--metrics-address \(env MOCKCLOUD_METRICS_ADDRESS\)/);
       }
+      // The fleet page's address is checked the same way, before anything is written.
+      const config = await resolveConfig({ flags: { dataDir, cmonPort: 0, uiAddress: `127.0.0.1:${port}` }, env: {}, mdata: noMdata });
+      const d = new Daemon({ config, log, plugins: [] });
+      await expect(d.start()).rejects.toThrow(/the fleet page cannot be served on .*--ui-address .*or none for no page/);
       // Nothing was written.
       expect(await fsp.readdir(dataDir)).toEqual([]);
     } finally {

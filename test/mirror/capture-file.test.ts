@@ -62,6 +62,12 @@ describe('the capture file', () => {
     const plain = path.join(dir, 'plain.json');
     await fsp.writeFile(plain, good);
     await expect(drain(plain)).rejects.toThrow(/not gzip/);
+    await expect(drain(path.join(dir, 'no-such-capture.gz'))).rejects.toThrow(/is not a usable capture: ENOENT/);
+    // Bytes cut off the end of the gzip stream itself.
+    const gz = await fsp.readFile(path.join(dir, 'a.gz'));
+    const torn = path.join(dir, 'torn.gz');
+    await fsp.writeFile(torn, gz.subarray(0, gz.length - 20));
+    await expect(drain(torn)).rejects.toThrow(/not gzip or cut short|cut short/);
   });
 });
 

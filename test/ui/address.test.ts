@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/daemon/config.js';
 import { noMdata } from '../../src/daemon/mdata.js';
-import { parseUiAddress, urlOf } from '../../src/ui/address.js';
+import { listenerUrl } from '../../src/common/listen-address.js';
+import { parseUiAddress } from '../../src/ui/address.js';
 
 describe('--ui-address', () => {
   it('takes IP, IP:PORT, [IPv6]:PORT and none', () => {
@@ -12,8 +13,8 @@ describe('--ui-address', () => {
     expect(parseUiAddress('::1')).toEqual({ ip: '::1', port: 0 });
     expect(parseUiAddress('none')).toBeNull();
     for (const bad of ['localhost:80', '1.2.3.4:99999', '1.2.3.4:x', '']) expect(typeof parseUiAddress(bad)).toBe('string');
-    expect(urlOf('0.0.0.0', 8090)).toBe('http://127.0.0.1:8090/');
-    expect(urlOf('::1', 1)).toBe('http://[::1]:1/');
+    expect(listenerUrl('0.0.0.0', 8090)).toBe('http://127.0.0.1:8090/');
+    expect(listenerUrl('::1', 1)).toBe('http://[::1]:1/');
   });
 
   it('is a setting with a flag, an env variable and a default', async () => {

@@ -35,6 +35,9 @@ function fleet(n: number) {
     heartbeatIntervalMs: 5000,
     heartbeats: true,
     activeEvents: () => events,
+    // As the engine holds an offline CN down and cuts a partitioned one off.
+    faultState: (u) =>
+      events.some((e) => e.type === 'offline' && e.servers.includes(u)) ? 'offline' : events.some((e) => e.type === 'partition' && e.servers.includes(u)) ? 'partitioned' : undefined,
     eventLogPath: '/nonexistent',
     taskHistory: () => [],
     counters: () => ({ ...counters }),

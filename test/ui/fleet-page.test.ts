@@ -184,6 +184,10 @@ describe('the live fleet page in headless chromium', () => {
     const same = await fetch(`${control.control.url}/events`, meteor);
     expect(bad.status).toBe(same.status);
     expect(await bad.json()).toEqual(await same.json());
+    // A path that is not valid percent-encoding is the client's error, as on the control API.
+    const garbled = await fetch(`${url}api/servers/%zz`);
+    expect(garbled.status).toBe(400);
+    expect(await garbled.json()).toMatchObject({ code: 'BadRequest' });
     // http.request keeps the Host header we give (fetch would not).
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {

@@ -68,6 +68,14 @@ export interface TaskCounters {
 /** How a task ended, as the metrics name it (TaskCounters' kinds). */
 export type TaskEnd = 'succeeded' | 'failed' | 'crashed' | 'timed_out' | 'aborted';
 
+const COUNTER_OF: Record<TaskEnd, Exclude<keyof TaskCounters, 'started'>> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  crashed: 'crashed',
+  timed_out: 'timedOut',
+  aborted: 'aborted',
+};
+
 export interface TaskRunnerOptions {
   log: Logger;
   /** Told once per task as its reply is settled: how it ended and how long it took (ms). */
@@ -181,6 +189,8 @@ export class TaskRunner {
       settle = (o, end) => {
         if (replied) return;
         replied = true;
+        // Counted here, once, as the metrics are told: /status and /metrics cannot disagree.
+        this.counters[COUNTER_OF[end]]++;
         resolve(o);
         this.onTaskEnd?.(task.name, end, performance.now() - t0);
       };
@@ -189,7 +199,6 @@ export class TaskRunner {
     const timeoutMs = this.timeoutSeconds * 1000;
     const timer = setTimeout(() => {
       if (replied) return;
-      this.counters.timedOut++;
       const body = event('error', { error: `child task process timed out after ${this.timeoutSeconds} seconds` });
       event('finish', {});
       finishEntry(entry, 'failed');
@@ -201,7 +210,6 @@ export class TaskRunner {
 
     const onAbort = () => {
       if (replied) return;
-      this.counters.aborted++;
       const body = event('error', { error: `task aborted: ${reasonOf(signal).message}` });
       event('finish', {});
       finishEntry(entry, 'failed');
@@ -273,7 +281,6 @@ export class TaskRunner {
     };
     if (res.kind === 'ok') {
       toHundred();
-      this.counters.succeeded++;
       finishEntry(entry, 'finished');
       const value = res.result ?? {};
       if (Array.isArray(value) || typeof value === 'string') {
@@ -284,7 +291,6 @@ export class TaskRunner {
     }
     const err = res.err;
     if (err instanceof TaskError) {
-      this.counters.failed++;
       const payload: Record<string, unknown> = { error: err.message };
       if (err.details) payload.details = err.details;
       const body = event('error', payload);
@@ -295,7 +301,6 @@ export class TaskRunner {
       return [{ statusCode: 500, body }, 'failed'];
     }
     // A task that threw: a bug or an unexpected store error. It fails alone.
-    this.counters.crashed++;
     const e = err instanceof Error ? err : new Error(String(err));
     recordException(entry, e);
     ctx.log.error({ err: e }, 'task threw');

@@ -367,9 +367,9 @@ $('panel').addEventListener('click', (ev) => {
   const b = ev.target.closest('button');
   if (!b || !selected) return;
   const servers = [selected];
-  if (b.dataset.act === 'offline') act(() => api('POST', '/api/events', { type: 'offline', target: { servers }, durationMs: 120000, source: { scenario: 'fleet page' } }), 'take offline');
-  else if (b.dataset.act === 'reboot') act(() => api('POST', '/api/events', { type: 'reboot', target: { servers }, source: { scenario: 'fleet page' } }), 'reboot');
-  else if (b.dataset.crash) act(() => api('POST', '/api/events', { type: 'vm-crash', target: { servers }, params: { vms: [b.dataset.crash] }, source: { scenario: 'fleet page' } }), 'crash VM');
+  if (b.dataset.act === 'offline') act(() => api('POST', '/api/events', { type: 'offline', target: { servers }, durationMs: 120000 }), 'take offline');
+  else if (b.dataset.act === 'reboot') act(() => api('POST', '/api/events', { type: 'reboot', target: { servers } }), 'reboot');
+  else if (b.dataset.crash) act(() => api('POST', '/api/events', { type: 'vm-crash', target: { servers }, params: { vms: [b.dataset.crash] } }), 'crash VM');
   else if (b.dataset.end) act(() => api('DELETE', `/api/events/${b.dataset.end}`), 'end event');
 });
 
