@@ -1,6 +1,7 @@
 /**
  * A changefeed is a websocket the listener keeps open for as long as it runs (net-agent's to
- * NAPI, a VMAPI consumer's to VMAPI). The connection guard's HTTP deadlines must stop at the
+ * NAPI, a VMAPI consumer's to VMAPI): node-sdc-changefeed's publisher (lib/publisher.js), which
+ * sdc-napi and sdc-vmapi serve it with, never closes a registered listener's socket. The connection guard's HTTP deadlines must stop at the
  * upgrade: before, every changefeed was cut at the headers deadline (30 s) and reconnected
  * 5 s later, over and over. Here the deadlines are shortened to 200 ms; a connection that
  * never sends a request is still closed by them.
