@@ -11,7 +11,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { mapLimit } from '../daemon/concurrency.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { cnapiServers, cnapiUrlFor, type CnapiServer } from './cnapi-view.js';
-import { clientDataDir, CliError, UsageError } from './daemon-client.js';
+import { clientDataDir, CliError, daemonLine, UsageError } from './daemon-client.js';
 import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface AddExternalsArgs extends DataDirArgs, JsonArgs {
@@ -63,6 +63,7 @@ async function handler(argv: AddExternalsArgs): Promise<void> {
   const dataDir = clientDataDir(argv['data-dir']);
   const info = await readDaemonJson(dataDir);
   const live = info && isProcessAlive(info.pid) ? info : undefined;
+  if (live) process.stderr.write(`${daemonLine(live)}\n`);
   const cnapi = await cnapiUrlFor(dataDir, live, argv['cnapi-url']);
   if (!cnapi) {
     throw new CliError(`no CNAPI to ask: no daemon runs for ${dataDir} with a CNAPI, and no --cnapi-url / MOCKCLOUD_CNAPI_URL`);

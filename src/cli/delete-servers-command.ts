@@ -7,7 +7,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, deleteServers, deletingServers, listServers, newest } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
@@ -36,7 +36,7 @@ async function handler(argv: DeleteArgs): Promise<void> {
     const bad = checkCount('--count', argv.count, 1, Number.MAX_SAFE_INTEGER);
     if (bad) throw new UsageError(bad);
   }
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   let targets: string[];
   if (uuids.length > 0) {
     targets = [...new Set(uuids.map((u) => u.toLowerCase()))];

@@ -7,7 +7,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
-import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
+import { CliError, daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, createServers, deleteServers, deletingServers, listServers, newest, reportErrors } from './fleet-ops.js';
 import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import type { CreatedServer } from '../daemon/server-factory.js';
@@ -36,7 +36,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   if (bad) throw new UsageError(bad);
   const want = argv.count;
   const createOptions = creationOptionsOf(argv);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
   const envCnapi = process.env.MOCKCLOUD_CNAPI_URL?.replace(/\/+$/, '');
   if (envCnapi && daemon.info.urls.cnapi !== envCnapi) {

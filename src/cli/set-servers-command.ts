@@ -6,7 +6,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, listServers } from './fleet-ops.js';
 import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { placementOf, withPlacement, type PlacementArgs } from './placement-options.js';
@@ -37,7 +37,7 @@ async function handler(argv: SetArgs): Promise<void> {
   if (selectors !== 1) throw new UsageError('name the CNs: UUIDs, --profile NAME or --all (one of them)');
   const bad = uuids.find((u) => !isUuid(u));
   if (bad !== undefined) throw new UsageError(`${JSON.stringify(bad)} is not a server UUID`);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   let targets = uuids;
   if (uuids.length === 0) {
     const cns = computeNodes(await listServers(daemon));

@@ -38,6 +38,7 @@ function builder(y: Argv): Argv<StatusArgs> {
 }
 
 async function handler(argv: StatusArgs): Promise<void> {
+  // Its output names the daemon (pid, data dir) itself.
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   const s = await daemon.call<DaemonStatus>('GET', '/status');
   if (argv.json) {

@@ -14,7 +14,7 @@ import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
-import { createLogger, type Logger } from '../common/log.js';
+import { createLogger, failureFields, type Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { placementBody, ProfileCatalogue } from '../mockcn/profiles.js';
@@ -359,7 +359,7 @@ export class Daemon {
       try {
         await fn();
       } catch (err) {
-        this.log.error({ err }, `stopping: ${what} failed`);
+        this.log.error(failureFields(err), `stopping: ${what} failed`);
       }
     };
     this.loopDelay?.disable();
@@ -518,7 +518,7 @@ export class Daemon {
       this.log.info({ server: hn.uuid }, 'created the dev DC\'s headnode server');
     } catch (err) {
       this.countError('headnode-server');
-      this.log.error({ err }, 'creating the dev DC\'s headnode server failed');
+      this.log.error(failureFields(err), 'creating the dev DC\'s headnode server failed');
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
-import { runCli } from './helpers/run-cli.js';
+import { jsonLines, runCli } from './helpers/run-cli.js';
 
 type Obj = Record<string, any>;
 
@@ -78,7 +78,7 @@ describe('mockcloud set-servers', () => {
     expect(unknown.stderr).toMatch(/unknown hardware profile "huge"/);
     const listed = await until(async () => {
       const r = await runCli(['list-servers', '-j', ...dd]);
-      return r.code === 0 ? (JSON.parse(r.stdout) as Obj[]) : undefined;
+      return r.code === 0 ? jsonLines<Obj>(r.stdout) : undefined;
     }, 10_000, 'list-servers');
     expect(listed.map((s) => s.profile).sort()).toEqual(['small', 'small', 'virtual', 'virtual']);
     const status = await runCli(['status', ...dd]);

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postTask, startBuiltDaemon, until, type BuiltDaemon } from '../cli/helpers/built-daemon.js';
-import { runCli } from '../cli/helpers/run-cli.js';
+import { jsonLines, runCli } from '../cli/helpers/run-cli.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const ARTIFACTS = path.join(ROOT, 'test-artifacts');
@@ -85,7 +85,7 @@ describe('the live fleet page in headless chromium', () => {
     expect(printed.code, printed.stderr).toBe(0);
     url = printed.stdout.trim();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
-    const list = JSON.parse((await runCli(['list-servers', '-j', ...dd()])).stdout) as (typeof servers[number] & { headnode: boolean })[];
+    const list = jsonLines<typeof servers[number] & { headnode: boolean }>((await runCli(['list-servers', '-j', ...dd()])).stdout);
     servers = list.filter((s) => !s.headnode);
     expect(servers).toHaveLength(N);
   }, 60_000);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
 import { MockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { isUuid } from '../../common/uuid.js';
 import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../http.js';
@@ -102,7 +102,7 @@ export class ImgapiService {
     if (this.server) await closeServer(this.server);
     this.server = undefined;
     this._url = undefined;
-    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving IMGAPI state failed'));
+    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving IMGAPI state failed'));
     this.doc = undefined;
   }
 
