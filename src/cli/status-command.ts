@@ -12,6 +12,9 @@ interface StatusArgs extends DataDirArgs, JsonArgs {}
 interface DaemonStatus {
   pid: number;
   version: string;
+  /** The build (absent from older daemons). */
+  gitSha?: string | null;
+  buildTime?: string | null;
   state: string;
   uptimeSeconds: number;
   dataDir: string;
@@ -49,7 +52,7 @@ async function handler(argv: StatusArgs): Promise<void> {
   const failing = Object.entries(s.cnapi?.failingServers ?? {}).filter(([, n]) => n > 0);
   const tasks = s.cnAgent?.tasks ?? {};
   const lines = [
-    `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}`,
+    `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}${s.gitSha ? ` (git ${s.gitSha.slice(0, 12)}, built ${s.buildTime ?? 'unknown'})` : ''}`,
     `data dir:          ${s.dataDir}`,
     `mock CNs:          ${s.servers} (${s.registered} registered)`,
     ...(s.profiles ? [`profiles:          ${Object.entries(s.profiles).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`] : []),

@@ -44,7 +44,7 @@ import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
-import { MOCKCLOUD_VERSION } from './version.js';
+import { BUILD, MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
 import { MetricsListener } from './metrics-listener.js';
@@ -396,7 +396,8 @@ export class Daemon {
   private startMetrics(): DaemonMetrics {
     const metrics = new DaemonMetrics({
       urls: this.config.urls,
-      labels: { datacenter: this.config.datacenterName, service: 'mockcloud', instance: this.daemonId ?? '' },
+      labels: { datacenter: this.config.datacenterName, service: 'mockcloud' },
+      daemon: { id: this.daemonId ?? '', version: BUILD.version, gitSha: BUILD.gitSha },
       sources: {
         servers: () => this.fleetInstance?.list() ?? [],
         faultState: (uuid) => this.eventsEngine?.faultState(uuid),
@@ -746,6 +747,8 @@ export class Daemon {
     return {
       pid: process.pid,
       version: PACKAGE_VERSION,
+      gitSha: BUILD.gitSha,
+      buildTime: BUILD.buildTime,
       state: this.state,
       hostname: os.hostname(),
       /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */
