@@ -2,10 +2,11 @@
  * machine_update_nics (the smartos task): move every VM's NICs on one network to its new
  * gateway, resolvers and routes.
  */
+import { messageOf } from '../../../common/errors.js';
 import type { Vm, VmNic } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskParams } from '../types.js';
 import { isPlainObject, optUuidParam } from '../task-support/params.js';
-import { loadVm, messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { loadVm, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 interface Network {
   uuid?: unknown;
