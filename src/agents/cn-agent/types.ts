@@ -109,7 +109,7 @@ export interface TaskDefinition<P> {
   queue: string;
   /** False for a queue with `log_params: false` (docker_build): params stay out of the task log. */
   logParams?: boolean;
-  /** Check and type the params; throw `invalid(...)` (tasks/params.ts) on bad input: the task then fails with that message. */
+  /** Check and type the params; throw `invalid(...)` (task-support/params.ts) on bad input: the task then fails with that message. */
   validate(params: TaskParams): P;
   /** VM uuids this task must not overlap with (held for the whole task). */
   vmLocks?(params: P): string[];

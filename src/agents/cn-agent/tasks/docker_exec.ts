@@ -9,7 +9,7 @@
  * - `Detach`: the command is started and the task finishes with `{}` (no listener).
  * - Otherwise the task answers `{host, port}`: a listener on the CN's agent IP that closes
  *   when nobody connects within 30 s. Its one client gets the command's output framed as
- *   docker-stdio.ts describes, then `{"type":"end","data":{"code","signal"}}`, then the end of
+ *   docker/stdio.ts describes, then `{"type":"end","data":{"code","signal"}}`, then the end of
  *   the stream. `Logs` streams the container's stdio log (a mock container has none: the
  *   stream just ends); `AttachConsole` streams what the container's init command
  *   (`docker:entrypoint` + `docker:cmd`) prints.

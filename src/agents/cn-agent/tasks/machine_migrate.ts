@@ -6,8 +6,8 @@
  * `POST /servers/:s/vms/:uuid/migrate`, with the step to take in `action`:
  *
  * - `sync` (source) / `receive` (target): start the sending / receiving migration process
- *   and finish with `{event: 'setup completed', host, pid, port}` (migrate-send.ts,
- *   migrate-receive.ts); VMAPI then drives the sync over those two sockets;
+ *   and finish with `{event: 'setup completed', host, pid, port}` (migration/send.ts,
+ *   migration/receive.ts); VMAPI then drives the sync over those two sockets;
  * - `kill_migration_process` {pid, vm_uuid}: stop a migration process that ignored `stop`;
  * - `get-filesystem-details` {vm}: `{quotaStr, reservationStr}` of the zone dataset;
  *   `remove-zfs-quota` / `restore-zfs-quota` {vm}: the bhyve quota dance around a sync;

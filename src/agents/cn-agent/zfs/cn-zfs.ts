@@ -1,6 +1,6 @@
 /**
  * What the zfs tasks share: the `dataset` param of the queries, the CN's ZFS state (loaded on
- * first use, zfs-state.ts), its ZFS view (zfs-model.ts) with the images it has installed, and
+ * first use, state.ts), its ZFS view (model.ts) with the images it has installed, and
  * running a write the way node-zfs reports a failed command.
  */
 import { TaskError, type CnTaskState, type TaskContext } from '../types.js';
