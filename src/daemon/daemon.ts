@@ -620,11 +620,11 @@ export class Daemon {
       status: () => this.status(),
       config: () => ({ ...this.config }),
       profiles: () => this.profiles.list(),
-      listServers: () => this.fleet.list().map((cn) => summary(cn)),
+      listServers: () => this.fleet.list().map((cn) => this.described(cn)),
       getServer: (uuid) => {
         const cn = this.fleet.get(uuid);
         if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-        return { ...summary(cn), agents: cn.agents, sysinfo: cn.sysinfo, paths: cn.paths };
+        return { ...this.described(cn), agents: cn.agents, sysinfo: cn.sysinfo, paths: cn.paths };
       },
       createServers: (body) => this.createServers(body),
       deleteServer: (uuid) => this.factory!.remove(uuid),
@@ -668,6 +668,13 @@ export class Daemon {
       markEvents: (body) => this.events.mark(body),
       metrics: () => this.scrapeMetrics(),
     };
+  }
+
+  /** A CN's row of GET /servers: its summary and what the agent plug-ins say of it. */
+  private described(cn: MockCnImpl): Record<string, unknown> {
+    const row = summary(cn);
+    for (const p of this.plugins) Object.assign(row, p.describe?.(cn.uuid));
+    return row;
   }
 
   /**
