@@ -139,6 +139,12 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_SAPI_URL',
     help: "SAPI base URL: every mock CN's agent instances are adopted there (RFD 82) and deleted with the CN",
   },
+  {
+    key: 'fwapiUrl',
+    flag: 'fwapi-url',
+    env: 'MOCKCLOUD_FWAPI_URL',
+    help: "FWAPI base URL: every mock CN's firewaller resolves its VMs' rules there and takes its updates (fast, port 2020)",
+  },
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
@@ -315,7 +321,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   sources.datacenterName ??= 'default';
   const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
   const urls: ServiceUrls = {};
-  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const) {
     const key = `${svc}Url` as const;
     let url = await lookup(key);
     if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {

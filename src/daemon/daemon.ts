@@ -32,6 +32,8 @@ import { createCnAgentHost, createVmadmHost, type ServiceContext } from './defau
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
+import { ConfigAgentPlugin } from '../agents/config-agent/index.js';
+import { FirewallerPlugin } from '../agents/firewaller/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
@@ -501,7 +503,7 @@ export class Daemon {
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
-    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const) {
       config.urls[svc] = urls[svc];
       config.sources[`${svc}Url`] = 'headnode';
     }
@@ -667,7 +669,25 @@ export class Daemon {
       endAllEvents: () => this.events.endAll(),
       markEvents: (body) => this.events.mark(body),
       metrics: () => this.scrapeMetrics(),
+      serverAgent: (uuid, what, query) => this.serverAgent(uuid, what, query),
     };
+  }
+
+  /** GET /servers/:uuid/{config-agent,firewall,fwadm}: what the CN's config-agent and firewaller hold. */
+  private serverAgent(uuid: string, what: string, query: URLSearchParams): ControlResponse {
+    if (!this.fleet.get(uuid)) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    const fw = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin);
+    if (what === 'config-agent') {
+      const ca = this.plugins.find((p): p is ConfigAgentPlugin => p instanceof ConfigAgentPlugin)?.details(uuid);
+      if (!ca) throw new MockcloudError('ServiceUnavailable', 'config-agent is not running (no SAPI)');
+      return { body: ca };
+    }
+    const state = fw?.state(uuid);
+    if (!fw || !state) throw new MockcloudError('ServiceUnavailable', 'firewaller is not running (no FWAPI)');
+    if (what === 'firewall') return { body: state };
+    const args = (query.get('cmd') ?? 'list').trim().split(/\s+/);
+    const out = fw.fwadm(uuid, args)!;
+    return { status: out.code === 0 ? 200 : out.code === 2 ? 400 : 404, text: { contentType: 'text/plain; charset=utf-8', body: out.code === 0 ? out.stdout : out.stderr } };
   }
 
   /** A CN's row of GET /servers: its summary and what the agent plug-ins say of it. */

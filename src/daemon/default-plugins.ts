@@ -7,6 +7,7 @@
  */
 import { createCmonAgentPlugin, type CmonAgentOptions } from '../agents/cmon-agent/index.js';
 import { createConfigAgentPlugin, type ConfigAgentOptions } from '../agents/config-agent/index.js';
+import { createFirewallerPlugin, type FirewallerOptions } from '../agents/firewaller/index.js';
 import { createNetAgentPlugin, type NetAgentOptions } from '../agents/net-agent/index.js';
 import { createVmAgentPlugin, type VmAgentOptions } from '../agents/vm-agent/index.js';
 import type { CnAgentPluginFactory } from '../runtime/agent-plugin.js';
@@ -17,6 +18,7 @@ export interface PluginTuning {
   netAgent?: Partial<NetAgentOptions>;
   cmonAgent?: Partial<CmonAgentOptions>;
   configAgent?: Partial<ConfigAgentOptions>;
+  firewaller?: Partial<FirewallerOptions>;
 }
 
 export function defaultPlugins(config: DaemonConfig, tuning: PluginTuning = {}): CnAgentPluginFactory[] {
@@ -33,5 +35,7 @@ export function defaultPlugins(config: DaemonConfig, tuning: PluginTuning = {}):
     }),
     // Idle without a SAPI (standalone mode).
     createConfigAgentPlugin({ ...tuning.configAgent }),
+    // Idle without an FWAPI.
+    createFirewallerPlugin({ ...tuning.firewaller }),
   ];
 }

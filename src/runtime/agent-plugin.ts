@@ -26,7 +26,7 @@ export interface ServiceUrls {
   sapi?: string;
   /** FWAPI: firewaller's rules (`POST /resolve`) and, on `fwapiFast`, its update stream. */
   fwapi?: string;
-  /** FWAPI's update stream (node-fast), `host:port`; default: FWAPI's host, port 2020. */
+  /** FWAPI's update stream (node-fast), `tcp://host:port`; default: FWAPI's host, port 2020. */
   fwapiFast?: string;
 }
 
