@@ -237,6 +237,10 @@ export class Daemon {
         http: this.http,
         scheduler: this.scheduler,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
+        firewallState: (uuid) => {
+          const s = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin)?.state(uuid);
+          return s ? { rules: s.rules, rvms: s.rvms } : undefined;
+        },
         // One observation of each task's end, for the metrics and the fleet page's latency chart.
         onTaskEnd: (task, end, ms) => {
           this.taskLatency.count++;

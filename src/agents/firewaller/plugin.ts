@@ -30,6 +30,7 @@ import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plug
 import { doublingDelay } from '../../runtime/backoff.js';
 import { DueQueue } from '../../runtime/due-queue.js';
 import type { Vm } from '../../vmadm/types.js';
+import { fwadmOutput, type FwadmOutput } from './fwadm.js';
 import { parseRule, remoteTargets, ruleAppliesTo, ruleNamesRemote, type FwVm, type ParsedRule, type RemoteTargets, type RemoteVm, type RuleData } from './rules.js';
 import { FwStore } from './store.js';
 import { UpdateStream, type StreamMessage } from './stream.js';
@@ -213,46 +214,11 @@ export class FirewallerPlugin implements CnAgentPlugin {
     await this.cns.get(uuid)?.chain.catch(() => undefined);
   }
 
-  /**
-   * What `fwadm <args>` prints on the CN (smartos-live src/fw/lib/cli.js): stdout and the exit
-   * code. `list`, `list-rvms`, `vms <rule>`, `rules <vm>`, `status <vm>`, `get <rule>`.
-   */
-  fwadm(uuid: string, args: readonly string[]): { code: number; stdout: string; stderr: string } | undefined {
+  /** What `fwadm <args>` prints on the CN (fwadm.ts). */
+  fwadm(uuid: string, args: readonly string[]): FwadmOutput | undefined {
     const st = this.cns.get(uuid);
     if (!st) return undefined;
-    const [cmd, arg] = args;
-    const rules = [...st.store.rules.values()].sort((a, b) => a.uuid.localeCompare(b.uuid));
-    const table = (rs: RuleData[]): string =>
-      `${'UUID'.padEnd(36)} ENABLED RULE\n${rs.map((r) => `${r.uuid} ${String(r.enabled).padEnd(7)} ${r.rule}\n`).join('')}`;
-    const vms = localVms(st.cn);
-    switch (cmd) {
-      case 'list':
-        return ok(table(rules));
-      case 'list-rvms':
-        return ok(`${JSON.stringify([...st.store.rvms.values()], null, 2)}\n`);
-      case 'get': {
-        const r = arg ? st.store.rules.get(arg) : undefined;
-        return r ? ok(`${JSON.stringify(r, null, 2)}\n`) : fail(`Error: rule "${arg ?? ''}" does not exist\n`);
-      }
-      case 'vms': {
-        const r = arg ? st.store.rules.get(arg) : undefined;
-        if (!r) return fail(`Error: rule "${arg ?? ''}" does not exist\n`);
-        const p = this.parse(st, r);
-        return ok(p ? vms.filter((v) => ruleAppliesTo(p.fw, v)).map((v) => `${v.uuid}\n`).sort().join('') : '');
-      }
-      case 'rules': {
-        const vm = vms.find((v) => v.uuid === arg);
-        if (!vm) return fail(`Error: VM "${arg ?? ''}" does not exist\n`);
-        return ok(table(rules.filter((r) => this.parse(st, r) && ruleAppliesTo(this.parse(st, r)!.fw, vm))));
-      }
-      case 'status': {
-        const vm = st.cn.vms.get(arg ?? '');
-        if (!vm) return fail(`Error: VM "${arg ?? ''}" does not exist\n`);
-        return ok(`${vm.firewall_enabled === true && vm.state === 'running' ? 'running' : 'stopped'}\n`);
-      }
-      default:
-        return { code: 2, stdout: '', stderr: `fwadm: unknown command "${cmd ?? ''}" (mockcloud serves list, list-rvms, get, vms, rules, status)\n` };
-    }
+    return fwadmOutput({ rules: [...st.store.rules.values()], rvms: [...st.store.rvms.values()], vms: st.cn.vms.list() }, args);
   }
 
   // ---- updates
@@ -560,13 +526,6 @@ interface ResolvePayload {
 interface Resolved extends RemoteTargets {
   rules: RuleData[];
   owner_uuid?: string;
-}
-
-function ok(stdout: string): { code: number; stdout: string; stderr: string } {
-  return { code: 0, stdout, stderr: '' };
-}
-function fail(stderr: string): { code: number; stdout: string; stderr: string } {
-  return { code: 1, stdout: '', stderr };
 }
 
 function fwVm(vm: Vm): FwVm {
