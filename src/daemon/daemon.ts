@@ -338,6 +338,7 @@ export class Daemon {
       this.ui = await startFleetPage({
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
         cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,
+        agentFacts: (uuid) => Object.assign({}, ...this.plugins.map((p) => p.describe?.(uuid))) as Record<string, unknown>,
       });
       await this.daemonJson.flush();
 

@@ -30,6 +30,8 @@ export interface FleetPageParts {
   errors: ReadonlyMap<string, number>;
   /** The control API's handlers: the page's event buttons call these same ones. */
   control: Pick<ControlHandlers, 'startEvent' | 'endEvent'>;
+  /** What the agent plug-ins say of a CN (their `describe`). */
+  agentFacts?: (uuid: string) => Record<string, unknown>;
 }
 
 export function fleetSource(p: FleetPageParts): FleetSource {
@@ -55,6 +57,7 @@ export function fleetSource(p: FleetPageParts): FleetSource {
         errors,
       };
     },
+    ...(p.agentFacts ? { agentFacts: p.agentFacts } : {}),
     startEvent: (body) => p.control.startEvent(body),
     endEvent: (id) => p.control.endEvent(id),
   };

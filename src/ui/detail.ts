@@ -33,6 +33,7 @@ export async function serverDetail(source: FleetSource, uuid: string): Promise<R
     adminIp: adminNicOf(cn.sysinfo).ip ?? null,
     agentAddress: cn.agentAddress ?? null,
     conditions: cn.conditions ?? null,
+    agents: source.agentFacts?.(cn.uuid) ?? {},
     vms: cn.vms.list({ include_dni: true }).map((vm) => ({
       uuid: vm.uuid,
       alias: (vm as { alias?: string }).alias ?? null,

@@ -43,6 +43,11 @@ export interface FleetSource {
   readonly eventLogPath: string;
   taskHistory(uuid: string): readonly HistoryEntry[] | undefined;
   counters(): FleetCounters;
+  /**
+   * What the CN's agent plug-ins say of it (config-agent: `configAgeSeconds`, `configStale`;
+   * firewaller: `fwRules`, `fwRvms`); absent: nothing.
+   */
+  agentFacts?(uuid: string): Record<string, unknown>;
   /** The control API's own POST /events and DELETE /events/:id handlers (same validation). */
   startEvent(body: unknown): Promise<unknown>;
   endEvent(id: string): Promise<unknown>;

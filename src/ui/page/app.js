@@ -320,6 +320,14 @@ function renderPanel(d) {
     html.push('</table>');
   }
 
+  // config-agent's and firewaller's view of the CN (absent without a SAPI / FWAPI).
+  const ag = d.agents ?? {};
+  if ('configAgeSeconds' in ag || 'fwRules' in ag) {
+    const cfg = !('configAgeSeconds' in ag) ? 'no SAPI' : ag.configAgeSeconds === null ? (ag.configStale ? 'stale: never checked' : 'not checked yet') : `${ag.configAgeSeconds}s old${ag.configStale ? ' (stale)' : ''}`;
+    html.push(`<h3>Agents</h3><p id="agent-facts">config from SAPI: <span class="${ag.configStale ? 'err' : ''}">${esc(cfg)}</span>` +
+      ('fwRules' in ag ? ` · firewall: ${esc(ag.fwRules)} rules, ${esc(ag.fwRvms)} remote VMs` : '') + '</p>');
+  }
+
   html.push(`<h3>Recent tasks (${d.tasks.length})</h3>`);
   if (d.tasks.length === 0) html.push('<p class="hint">none since the CN came up</p>');
   else {
