@@ -145,6 +145,12 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_FWAPI_URL',
     help: "FWAPI base URL: every mock CN's firewaller resolves its VMs' rules there and takes its updates (fast, port 2020)",
   },
+  {
+    key: 'fwapiFastUrl',
+    flag: 'fwapi-fast-url',
+    env: 'MOCKCLOUD_FWAPI_FAST_URL',
+    help: "FWAPI's update stream as tcp://HOST:PORT (default: FWAPI's host, port 2020, as firewaller's config.json says)",
+  },
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
@@ -329,6 +335,18 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
       sources[key] = 'derived';
     }
     if (url !== undefined) urls[svc] = validateUrl(key, url);
+  }
+
+  const fast = await lookup('fwapiFastUrl');
+  if (fast !== undefined) {
+    let u: URL | undefined;
+    try {
+      u = new URL(fast);
+    } catch {
+      u = undefined;
+    }
+    if (!u || u.protocol !== 'tcp:' || !u.hostname || !u.port) throw invalid('fwapiFastUrl', `${JSON.stringify(fast)} is not tcp://HOST:PORT`);
+    urls.fwapiFast = `tcp://${u.host}`;
   }
 
   let bindIp = await lookup('bindIp');

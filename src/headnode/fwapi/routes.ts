@@ -17,6 +17,7 @@ import { HttpStatusError } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';
 import { noContent, ok, params, route, type Handler, type Params, type Req, type RestifyServer } from '../http.js';
+import { listRules } from './list.js';
 import { invalidParams, makeRule, newVersion, resolveTargets, vmRules, type RuleRecord } from './rules.js';
 import type { UpdateServer } from './updates.js';
 
@@ -54,7 +55,7 @@ function ruleOf(ctx: FwapiContext, req: Req, p: Params, ownerCheckGlobal: boolea
   const uuid = String(req.params.uuid);
   if (!isUuid(uuid)) throw invalidParams([{ field: 'uuid', code: 'InvalidParameter', message: 'Invalid UUID' }]);
   const rule = ctx.rules.get(uuid);
-  if (!rule) throw new MockcloudError('ResourceNotFound', 'rule not found');
+  if (!rule) throw new MockcloudError('ResourceNotFound', 'Rule not found');
   if (p.owner_uuid !== undefined && rule.owner_uuid !== undefined && p.owner_uuid !== rule.owner_uuid) throw forbidden();
   if (ownerCheckGlobal && rule.global === true && p.owner_uuid !== undefined) throw forbidden();
   return rule;
@@ -82,25 +83,7 @@ export function mountFwapiRoutes(server: RestifyServer, ctx: FwapiContext): void
   server.get('/ping', r(ping));
   server.head('/ping', r(ping));
 
-  server.get('/rules', r((req) => {
-    const p = params(req);
-    const owners = asArray(p.owner_uuid);
-    const bad = owners.filter((o) => !isUuid(o));
-    if (bad.length > 0) throw invalidParams([{ field: 'owner_uuid', code: 'InvalidParameter', invalid: bad, message: 'invalid UUID' }]);
-    const vms = asArray(p.vm);
-    const badVms = vms.filter((o) => !isUuid(o));
-    if (badVms.length > 0) throw invalidParams([{ field: 'vm', code: 'InvalidParameter', invalid: badVms, message: 'invalid UUID' }]);
-    const global = bool(p.global);
-    const enabled = bool(p.enabled);
-    const out = [...ctx.rules.values()].filter((rule) => {
-      if (owners.length > 0 && !owners.includes(rule.owner_uuid)) return false;
-      if (global === true && rule.owner_uuid !== undefined) return false;
-      if (enabled !== undefined && rule.enabled !== enabled) return false;
-      if (vms.length > 0 && !vms.some((v) => String(rule.rule).includes(String(v)))) return false;
-      return true;
-    });
-    return ok(out);
-  }));
+  server.get('/rules', r((req) => ok(listRules(ctx.rules.values(), params(req)))));
 
   server.post('/rules', r(async (req) => {
     const p = params(req);
