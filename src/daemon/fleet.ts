@@ -78,6 +78,13 @@ export class Fleet implements FleetView {
     if (!this.cns.has(cn.uuid)) return;
     await this.opts.cnAgent.setPower?.(cn.uuid, cn.power);
     await this.opts.reporter.powerChanged(cn, change);
+    for (const plugin of this.opts.plugins) {
+      try {
+        plugin.powerChanged?.(cn);
+      } catch (err) {
+        this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to follow a power change');
+      }
+    }
     this.opts.log.info({ server: cn.uuid, power: cn.power }, cn.power === 'down' ? 'server down' : 'server up');
   }
 

@@ -61,6 +61,11 @@ export interface CnAgentPlugin {
   attach(cn: MockCn): void;
   /** Stop serving this CN and drop its per-CN state. Unknown uuids are ignored. */
   detach(uuid: string): void;
+  /**
+   * Optional: the CN went down or came up (a reboot); its agents stopped, or start again as
+   * they do at a CN's boot. Must not throw.
+   */
+  powerChanged?(cn: MockCn): void;
   /** Optional counters merged into the control API's status output under `agents.<name>`. */
   stats?(): Record<string, number>;
   /**

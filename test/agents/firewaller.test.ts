@@ -156,6 +156,18 @@ describe('firewaller on every mock CN', () => {
     expect(files.some((f) => f.startsWith('state.json.corrupt-'))).toBe(true);
   });
 
+  it('a CN that is down misses updates and syncs them when it comes back up', async () => {
+    await cn.b.setPower('down', { graceful: true });
+    fw.powerChanged(cn.b);
+    const rule = (await call<Obj>(fwapi, 'createRule', { owner_uuid: OWNER, enabled: true, rule: 'FROM any TO tag "role" = "web" ALLOW tcp PORT 8080' })) as Obj;
+    await waitFor('rule on a', () => hasRule(cn.a, rule.uuid));
+    await fw.settled(cn.b.uuid);
+    expect(hasRule(cn.b, rule.uuid)).toBe(false);
+    await cn.b.setPower('up');
+    fw.powerChanged(cn.b);
+    await waitFor('rule on b after its start-up sync', () => hasRule(cn.b, rule.uuid));
+  });
+
   it("an FWAPI answering 503 is asked again with the agent's backoff: 100 ms doubling, 5 retries", async () => {
     const proxy = new RecordingProxy(urls.fwapi);
     await proxy.start();

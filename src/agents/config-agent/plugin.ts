@@ -145,6 +145,13 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     this.due.delete(uuid);
   }
 
+  /** Down: no checks; up: a first check again, as at a CN's boot (bin/agent.sh's synchronous run). */
+  powerChanged(cn: MockCn): void {
+    if (!this.cns.has(cn.uuid)) return;
+    if (cn.power === 'down') this.due.delete(cn.uuid);
+    else this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
+  }
+
   stats(): Record<string, number> {
     const now = Date.now();
     let stale = 0;
@@ -200,7 +207,7 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
 
   private async check(uuid: string): Promise<void> {
     const st = this.cns.get(uuid);
-    if (!st || st.checking) return;
+    if (!st || st.checking || st.cn.power === 'down') return;
     // The agents as they are now: an agent_install or agents_uninstall since changes them.
     st.instances = servedInstances(st.cn);
     if (st.instances.size === 0) return;

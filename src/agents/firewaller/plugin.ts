@@ -174,6 +174,13 @@ export class FirewallerPlugin implements CnAgentPlugin {
     this.due.delete(uuid);
   }
 
+  /** Down: the agent is not running (updates are missed); up: the start-up sync again. */
+  powerChanged(cn: MockCn): void {
+    if (!this.cns.has(cn.uuid)) return;
+    if (cn.power === 'down') this.due.delete(cn.uuid);
+    else this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
+  }
+
   stats(): Record<string, number> {
     let rules = 0;
     let rvms = 0;
@@ -274,7 +281,7 @@ export class FirewallerPlugin implements CnAgentPlugin {
 
   private enqueue(st: CnState, reqId: string, name: string, fn: () => Promise<void>): void {
     st.chain = st.chain.then(async () => {
-      if (this.cns.get(st.cn.uuid) !== st || this.stopped) return;
+      if (this.cns.get(st.cn.uuid) !== st || this.stopped || st.cn.power === 'down') return;
       this.counters.tasks++;
       try {
         await fn();
