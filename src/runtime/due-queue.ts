@@ -44,6 +44,15 @@ export class DueQueue<K> {
     this.arm();
   }
 
+  /**
+   * A CN's own polls across a power change: none while it is down; once it is up again, its
+   * start-up poll within `spreadMs` (as at the daemon's start).
+   */
+  followPower(key: K, down: boolean, spreadMs: number): void {
+    if (down) this.delete(key);
+    else this.set(key, Math.random() * spreadMs);
+  }
+
   has(key: K): boolean {
     return this.due.has(key);
   }

@@ -147,9 +147,7 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
 
   /** Down: no checks; up: a first check again, as at a CN's boot (bin/agent.sh's synchronous run). */
   powerChanged(cn: MockCn): void {
-    if (!this.cns.has(cn.uuid)) return;
-    if (cn.power === 'down') this.due.delete(cn.uuid);
-    else this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
+    if (this.cns.has(cn.uuid)) this.due.followPower(cn.uuid, cn.power === 'down', this.options.startSpreadMs);
   }
 
   stats(): Record<string, number> {

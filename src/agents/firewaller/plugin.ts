@@ -176,9 +176,7 @@ export class FirewallerPlugin implements CnAgentPlugin {
 
   /** Down: the agent is not running (updates are missed); up: the start-up sync again. */
   powerChanged(cn: MockCn): void {
-    if (!this.cns.has(cn.uuid)) return;
-    if (cn.power === 'down') this.due.delete(cn.uuid);
-    else this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
+    if (this.cns.has(cn.uuid)) this.due.followPower(cn.uuid, cn.power === 'down', this.options.startSpreadMs);
   }
 
   stats(): Record<string, number> {
