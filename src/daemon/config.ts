@@ -182,7 +182,8 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_HEADNODE_PORTS',
     help:
       "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
-      'SAPI N+4) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (default: any free ports)',
+      'SAPI N+4, FWAPI N+5, its update stream N+6) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (FWAPI on any free ones) or seven ' +
+      'CNAPI,VMAPI,NAPI,IMGAPI,SAPI,FWAPI,FWAPI-UPDATES (default: any free ports)',
   },
   {
     key: 'agentIps',
@@ -559,35 +560,44 @@ function parseSeconds(key: SettingKey, text: string): number {
   return n;
 }
 
-/** The dev headnode's five ports, in the order `--headnode-ports` takes them. */
+/** The dev headnode's ports, in the order `--headnode-ports` takes them (FWAPI's two pinned from a base or when given). */
 export interface HeadnodePortSet {
   cnapi: number;
   vmapi: number;
   napi: number;
   imgapi: number;
   sapi: number;
+  fwapi?: number;
+  /** FWAPI's update stream. */
+  fwapiFast?: number;
 }
 
-const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
+const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const;
+const LISTED = 'five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI or seven (and FWAPI,FWAPI-UPDATES)';
 
-/** "N" (N to N+4) or "C,V,N,I,S": five different ports, none 0. */
+/** "N" (N to N+6) or "C,V,N,I,S[,F,U]": five or seven different ports, none 0. */
 export function parseHeadnodePorts(text: string): HeadnodePortSet {
-  const count = HEADNODE_PORT_ORDER.length;
+  const all = HEADNODE_PORT_ORDER.length;
   const parts = text.split(',').map((p) => p.trim());
   let ports: number[];
   if (parts.length === 1) {
     const base = parsePort('headnodePorts', parts[0]!, false);
-    if (base > 65535 - (count - 1)) {
-      throw invalid('headnodePorts', `base port ${base} leaves no room for ${count} ports (at most ${65535 - (count - 1)})`);
+    if (base > 65535 - (all - 1)) {
+      throw invalid('headnodePorts', `base port ${base} leaves no room for ${all} ports (at most ${65535 - (all - 1)})`);
     }
     ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
-  } else if (parts.length === count) {
+  } else if (parts.length === 5 || parts.length === all) {
     ports = parts.map((p) => parsePort('headnodePorts', p, false));
-    if (new Set(ports).size !== count) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${count} different ports`);
+    if (new Set(ports).size !== ports.length) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${ports.length} different ports`);
   } else {
-    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI`);
+    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or ${LISTED}`);
   }
-  return { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  const set: HeadnodePortSet = { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  if (ports.length === all) {
+    set.fwapi = ports[5]!;
+    set.fwapiFast = ports[6]!;
+  }
+  return set;
 }
 
 export function parsePortRange(text: string): [number, number] {

@@ -43,13 +43,13 @@ describe('dev headnode', () => {
     return { dataDir, hn, make };
   }
 
-  it('writes headnode.json with the five addresses, and each one answers', async () => {
+  it("writes headnode.json with the six addresses and FWAPI's update stream, and each one answers", async () => {
     const { dataDir, hn } = await setup();
     const urls = await hn.start();
     const file = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
     expect(file).toEqual(urls);
-    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'sapi', 'vmapi']);
-    for (const u of Object.values(file)) expect(u).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'fwapi', 'fwapiFast', 'imgapi', 'napi', 'sapi', 'vmapi']);
+    for (const [k, u] of Object.entries(file)) expect(u).toMatch(k === 'fwapiFast' ? /^tcp:\/\/127\.0\.0\.1:\d+$/ : /^http:\/\/127\.0\.0\.1:\d+$/);
 
     const cnapi = cnapiClient(file.cnapi);
     const vmapi = vmapiClient(file.vmapi);

@@ -85,6 +85,8 @@ interface CnState {
   postCmds: PostCmdRecord[];
   /** Date.now() of the last check that every instance answered. */
   lastOk?: number;
+  /** Date.now() of the first check since the CN was attached. */
+  firstCheckAt?: number;
   lastError?: string;
   checks: number;
   checking: boolean;
@@ -186,8 +188,8 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
   /** A check older than the longest interval the agent waits (1.5 x), and a spare one. */
   private isStale(st: CnState, now: number): boolean {
     const limit = 1.5 * this.options.pollIntervalMs + this.options.requestTimeoutMs;
-    if (st.lastOk === undefined) return st.checks > 0;
-    return now - st.lastOk > limit;
+    const since = st.lastOk ?? st.firstCheckAt;
+    return since !== undefined && now - since > limit;
   }
 
   private fileOf(cn: MockCn, cnPath: string): string {
@@ -211,6 +213,7 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     if (st.instances.size === 0) return;
     st.checking = true;
     st.checks++;
+    st.firstCheckAt ??= Date.now();
     this.counters.checks++;
     const reqId = newUuid();
     const failures: string[] = [];
