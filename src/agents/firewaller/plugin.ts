@@ -21,7 +21,6 @@
  * What fwadm would print on a CN (`fwadm list`, `fwadm vms <rule>`, `fwadm rules <vm>`,
  * `fwadm status <vm>`, `fwadm list-rvms`) is `fwadm()`.
  */
-import path from 'node:path';
 import { HttpStatusError } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
@@ -675,5 +674,3 @@ export function createFirewallerPlugin(options: Partial<FirewallerOptions> = {})
   return (ctx) => new FirewallerPlugin(ctx, options);
 }
 
-// Referenced for the store's path helper in docs and tests.
-export const FW_STATE_FILE = path.join('fw', 'state.json');
