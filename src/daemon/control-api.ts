@@ -76,6 +76,8 @@ export interface ControlHandlers {
   markEvents(body: unknown): Promise<unknown>;
   /** The Prometheus text of the daemon's metrics (absent: no /metrics). */
   metrics?(): Promise<ControlResponse['text']>;
+  /** Each CN's last boot and their summary (docs/boot.md); absent: no /boots. */
+  boots?(query: URLSearchParams): unknown;
 }
 
 /** What one path answers, by method; any other method is a 405. */
@@ -155,6 +157,8 @@ export class ControlApi {
     const metrics = h.metrics?.bind(h);
     if (metrics) on('/metrics', () => ({ GET: async () => ({ text: await metrics() }) }));
     on('/status', () => ({ GET: answer(() => h.status()) }));
+    const boots = h.boots?.bind(h);
+    if (boots) on('/boots', () => ({ GET: answer((req) => boots(new URLSearchParams(req.getQuery()))) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));
     on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
     on('/rescan', () => ({ POST: answer(() => h.rescanAll()) }));

@@ -9,9 +9,9 @@ import type { Logger } from '../common/log.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
-import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
+import { finishInterruptedReboot, isMarkedOff } from '../mockcn/power-cycle.js';
 import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
-import type { MockCn, PowerChange } from '../mockcn/types.js';
+import type { BootCause, MockCn, PowerChange, PowerOnOptions } from '../mockcn/types.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
@@ -38,6 +38,11 @@ export interface FleetOptions {
   agentIpFor?: (uuid: string) => Promise<string | undefined>;
   /** sysinfo `Mockcloud Daemon` of every CN: "<daemon id>@<host>". */
   hostedBy?: string;
+  /** The CNs' firmware (src/boot BootService): how a CN that is off boots; absent: none. */
+  boot?: {
+    powerOn(cn: MockCn, cause: BootCause, opts?: PowerOnOptions): Promise<void>;
+    forget(uuid: string): void;
+  };
 }
 
 export interface LoadReport {
@@ -66,6 +71,7 @@ export class Fleet implements FleetView {
       sysinfoChanged: (cn) => reporter.sysinfoChanged(cn),
       postAgents: (cn, agents) => reporter.postAgents(cn, agents),
       powerChanged: (cn, change) => this.powerChanged(cn, change),
+      ...(opts.boot ? { powerOn: opts.boot.powerOn.bind(opts.boot) } : {}),
     };
   }
 
@@ -141,12 +147,22 @@ export class Fleet implements FleetView {
     return report;
   }
 
-  /** Load one server dir (already complete on disk) and start it; `fresh`: just created. */
-  async load(uuid: string, opts: { fresh?: boolean } = {}): Promise<MockCnImpl> {
+  /**
+   * Load one server dir (already complete on disk) and start it; `fresh`: just created. `off`:
+   * it comes in off (its first boot is the caller's). A CN that was off or booting when the
+   * last daemon stopped (its marker, power-cycle.ts) boots now, through its firmware if it has
+   * one.
+   */
+  async load(uuid: string, opts: { fresh?: boolean; off?: boolean } = {}): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
+    const boot = this.opts.boot;
+    const wasOff = !opts.fresh && boot !== undefined && (await isMarkedOff(cn));
+    if (opts.off || wasOff) cn.power = 'down';
     await this.add(cn);
-    // A reboot the previous daemon acknowledged but did not see through boots now.
-    if (!opts.fresh) {
+    if (wasOff) {
+      void cn.powerOn('daemon-start')?.catch((err: unknown) => this.opts.log.warn({ err, server: uuid }, 'booting a server that was off failed'));
+    } else if (!opts.fresh) {
+      // A reboot the previous daemon acknowledged but did not see through boots now.
       void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
         this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
       );
@@ -163,6 +179,8 @@ export class Fleet implements FleetView {
         const ip = await this.opts.agentIpFor?.(cn.uuid);
         if (this.opts.hostedBy) cn.hostedBy = this.opts.hostedBy;
         cn.agentAddress = await this.opts.cnAgent.attach(cn, ip ? { ip } : {});
+        // A CN that comes in off does not listen until it has booted.
+        if (cn.power === 'down') await this.opts.cnAgent.setPower?.(cn.uuid, 'down');
       } catch (err) {
         await this.closeVms(cn.uuid);
         throw err;
@@ -199,6 +217,7 @@ export class Fleet implements FleetView {
         }
       }
       this.opts.reporter.detach(uuid);
+      this.opts.boot?.forget(uuid);
       await this.opts.cnAgent.detach(uuid);
       await this.closeVms(uuid);
       cn.registered = false;

@@ -10,6 +10,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import type { Logger } from '../common/log.js';
+import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
+import { DevBooter } from './booter/service.js';
 import { CnapiService } from './cnapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
 import { NapiService } from './napi/index.js';
@@ -23,6 +25,8 @@ export interface HeadnodePorts {
   napi?: number;
   imgapi?: number;
   sapi?: number;
+  /** The booter's DHCP (UDP) port. */
+  booter?: number;
 }
 
 export interface HeadnodeUrls {
@@ -50,6 +54,14 @@ export interface HeadnodeOptions {
   platform?: string;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** Run the booter subset (DHCP and boot files, src/headnode/booter); on unless false. */
+  booter?: boolean;
+}
+
+/** Where the dev booter answers: DHCP on UDP, the boot files over HTTP. */
+export interface BooterAddresses {
+  dhcp: { ip: string; port: number };
+  http: string;
 }
 
 /** What every headnode service offers the composition. */
@@ -69,6 +81,7 @@ export class Headnode {
   readonly sapi: SapiService;
   private cnapiService: CnapiService | undefined;
   private vmapiService: VmapiService | undefined;
+  private booterService: DevBooter | undefined;
   private readonly opts: HeadnodeOptions;
   private readonly log: Logger;
   /** Started services, in start order, for stop() and for unwinding a failed start. */
@@ -104,6 +117,17 @@ export class Headnode {
   get vmapi(): VmapiService {
     if (!this.vmapiService) throw new Error('headnode is not started');
     return this.vmapiService;
+  }
+
+  /** The booter subset, when it runs. */
+  get booter(): DevBooter | undefined {
+    return this.booterService;
+  }
+
+  /** Where the booter answers; undefined when it does not run. */
+  get booterAddresses(): BooterAddresses | undefined {
+    const b = this.booterService;
+    return b ? { dhcp: b.dhcpAddress, http: b.httpUrl } : undefined;
   }
 
   /** The file the addresses are written to. */
@@ -142,9 +166,21 @@ export class Headnode {
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
 
+      if (this.opts.booter !== false) {
+        const booter = new DevBooter({
+          log: this.opts.log,
+          napiUrl: this.napi.url,
+          cnapiUrl: cnapi.url,
+          adminUuid: this.opts.adminUuid ?? DEFAULT_ADMIN_UUID,
+        });
+        this.booterService = booter;
+        await this.startOne(booter, host, ports.booter);
+      }
+
       this._urls = { cnapi: cnapi.url, vmapi: vmapi.url, napi: this.napi.url, imgapi: this.imgapi.url, sapi: this.sapi.url };
       await fsp.mkdir(this.opts.dataDir, { recursive: true });
-      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
+      const booter = this.booterAddresses;
+      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify({ ...this._urls, ...(booter ? { booter } : {}) }, null, 2)}\n`);
       this.log.info({ urls: this._urls }, 'dev headnode listening');
       return this._urls;
     } catch (err) {
@@ -169,6 +205,7 @@ export class Headnode {
     }
     this.cnapiService = undefined;
     this.vmapiService = undefined;
+    this.booterService = undefined;
     this._urls = undefined;
     if (firstError) throw firstError;
   }
