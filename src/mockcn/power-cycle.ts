@@ -36,6 +36,8 @@ export interface RebootOptions {
   /** Resolves `ms` from now (the daemon's shared scheduler). */
   wait(ms: number): Promise<void>;
   log: PowerCycleLog;
+  /** The event that caused it, if one did (the boot report groups boots by it). */
+  eventId?: string;
 }
 
 /** `<server dir>/rebooting.json`: present from the shutdown until the boot is done. */
@@ -63,7 +65,7 @@ async function reboot(cn: MockCn, opts: RebootOptions): Promise<void> {
   await writeFileDurable(markerOf(cn), `${JSON.stringify({ since: new Date().toISOString() })}\n`);
   await haltRunningVms(cn, opts.log);
   await cn.setPower('down', { graceful: true });
-  const firmware = cn.powerOn?.('reboot', { kernelMs: opts.bootMs });
+  const firmware = cn.powerOn?.('reboot', { kernelMs: opts.bootMs, ...(opts.eventId ? { eventId: opts.eventId } : {}) });
   if (firmware) {
     await firmware;
     return;

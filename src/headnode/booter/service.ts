@@ -120,7 +120,15 @@ export class DevBooter {
       });
     });
     this.sock = sock;
-    const server = http.createServer((req, res) => this.onHttp(req, res));
+    const server = http.createServer((req, res) => {
+      try {
+        this.onHttp(req, res);
+      } catch (err) {
+        this.log.error({ err }, 'booter: serving a boot file failed');
+        if (!res.headersSent) send(res, 500, 'internal error\n');
+        else res.destroy();
+      }
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(where.httpPort ?? 0, where.host, () => {
@@ -260,18 +268,19 @@ export class DevBooter {
     const m = /^boot\.ipxe\.01([0-9A-F]{12})$/.exec(name);
     const mac = m ? m[1]!.toLowerCase().match(/../g)!.join(':') : undefined;
     const lease = mac ? this.leases.get(mac) : undefined;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD' }).end();
-      return;
-    }
-    if (!lease || !mac) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-      return;
-    }
-    const body = buildIpxeScript(mac, lease);
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) });
-    res.end(req.method === 'HEAD' ? undefined : body);
+    // Not chained: restify, loaded in this process, patches ServerResponse's writeHead.
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, '', { allow: 'GET, HEAD' });
+    if (!lease || !mac) return send(res, 404, 'not found\n');
+    send(res, 200, req.method === 'HEAD' ? '' : buildIpxeScript(mac, lease));
   }
+}
+
+function send(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'text/plain');
+  res.setHeader('content-length', Buffer.byteLength(body));
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.end(body);
 }
 
 /** The boot file: iPXE gets its script, a PXE ROM the iPXE to chain-load (EFI or legacy). */
