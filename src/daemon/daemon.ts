@@ -340,6 +340,7 @@ export class Daemon {
       this.ui = await startFleetPage({
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
         cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,
+        boot: boot.service,
       });
       await this.daemonJson.flush();
 

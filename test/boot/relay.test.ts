@@ -90,7 +90,7 @@ describe('a booting CN against a booter the test plays', () => {
         dataDir,
         bindIp: '127.0.0.1',
         cmonPort: 0,
-        uiAddress: 'none',
+        uiAddress: '127.0.0.1:0',
         booter: `127.0.0.1:${port}`,
         booterHttpUrl: `http://127.0.0.1:${(files.address() as AddressInfo).port}`,
       },
@@ -148,6 +148,14 @@ describe('a booting CN against a booter the test plays', () => {
     const status = await control('/status');
     expect(status.boot.booting).toBe(1);
     expect(daemon.fleet.get(uuid)!.registered).toBe(false);
+    // The fleet page shows it booting, its DHCP so far, and the boots' summary.
+    const page = daemon.uiAddress!.url.replace(/\/$/, '');
+    const detail = (await (await fetch(`${page}/api/servers/${uuid}`)).json()) as Obj;
+    expect(detail.state).toBe('booting');
+    expect(detail.boot).toMatchObject({ phase: 'dhcp', path: 'booter' });
+    expect(detail.boot.dhcpRetransmits).toBeGreaterThanOrEqual(2);
+    const summary = ((await (await fetch(`${page}/api/boots`)).json()) as Obj).summary;
+    expect(summary).toMatchObject({ boots: 1, running: 0, notBack: 1, notBackServers: [uuid] });
   });
 
   it('drops and counts the answers it cannot use: not DHCP, another xid or MAC, a NAK, another sender', async () => {
