@@ -123,7 +123,8 @@ export class BootService {
       this.up(record);
       return;
     }
-    if (cause !== 'reboot' && cause !== 'power-loss') await markOff(cn, cause);
+    // A reboot, a power loss, a creation and a CN found off at start are marked already.
+    if (cause === 'offline' || cause === 'flap') await markOff(cn, cause);
     if (record.path === 'direct') {
       await wait(scheduler, kernelMs, signal);
       record.phase = 'registering';

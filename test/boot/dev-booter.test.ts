@@ -5,7 +5,8 @@
  *
  * - a new CN's first boot: booter makes its admin NIC in NAPI, CNAPI's default boot params;
  * - a reboot onto the platform newly assigned in CNAPI (`sdcadm platform assign`: POST /boot/:uuid);
- * - a storm: 200 CNs lose power at once and every one boots by booter and runs again.
+ * - a storm: 200 CNs lose power at once and every one boots by booter and runs again;
+ * - a rack: the relay's circuit id makes booter provision from the admin pool's rack network.
  *
  * The DHCP schedule is scaled down (config `bootTimings`) so a lost packet costs little time.
  */
@@ -30,6 +31,7 @@ describe('booting from the dev booter', () => {
   let daemon: Daemon;
   let cnapi: Client;
   let napi: Client;
+  let rackNetwork: string;
 
   const control = async <T = Obj>(method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> => {
     const res = await fetch(`${daemon.controlAddress.url}${p}`, {
@@ -52,6 +54,25 @@ describe('booting from the dev booter', () => {
     await daemon.start();
     cnapi = cnapiClient(daemon.config.urls.cnapi!);
     napi = napiClient(daemon.config.urls.napi!);
+    // Rack-aware networking in the dev NAPI, as an operator sets it up (before any boot: booter
+    // reads the admin pool once a minute): the rack's NIC tag and admin network, and the `admin`
+    // pool holding it beside the admin network. CNs whose relay names no rack are not touched.
+    const napiUrl = daemon.config.urls.napi!;
+    const post = async (p: string, body: unknown): Promise<Obj> => {
+      const res = await fetch(`${napiUrl}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const out = (await res.json()) as Obj;
+      if (res.status >= 300) throw new Error(`NAPI POST ${p}: ${res.status} ${JSON.stringify(out)}`);
+      return out;
+    };
+    await post('/nic_tags', { name: 'admin_rack_r1', mtu: 1500 });
+    const rack = await post('/networks', {
+      name: 'admin-r1', nic_tag: 'admin_rack_r1', vlan_id: 0, subnet: '10.98.0.0/16', provision_start_ip: '10.98.0.10',
+      provision_end_ip: '10.98.255.250', gateway: '10.98.0.1', resolvers: [], mtu: 1500, owner_uuids: [daemon.config.adminUuid],
+    });
+    const admin = (await (await fetch(`${napiUrl}/networks/admin`)).json()) as Obj;
+    await post('/network_pools', { name: 'admin', networks: [admin.uuid, rack.uuid] });
+    rackNetwork = rack.uuid;
+
   });
 
   afterAll(async () => {
@@ -156,4 +177,39 @@ describe('booting from the dev booter', () => {
     const running = new Set(listed.filter((s) => s.status === 'running').map((s) => s.uuid));
     expect(cns.filter((cn) => !running.has(cn.uuid))).toEqual([]);
   }, 180_000);
+
+  it("a rack (--boot-rack): booter takes the circuit id as NIC tag admin_rack_<rack> and provisions the new CN from the admin pool's rack network", async () => {
+    // A second daemon of the DC, its CNs behind the rack's relay (circuit id r1).
+    const rackDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-boot-rack-'));
+    await fsp.writeFile(path.join(rackDir, 'config.json'), JSON.stringify({ timings: TIMINGS, bootTimings: BOOT_TIMINGS }));
+    const booter = daemon.headnode!.booterAddresses!;
+    const u = daemon.config.urls;
+    const config = await resolveConfig({
+      flags: {
+        dataDir: rackDir, bindIp: '127.0.0.1', cmonPort: 0, uiAddress: 'none', cnapiUrl: u.cnapi!, vmapiUrl: u.vmapi!, napiUrl: u.napi!,
+        imgapiUrl: u.imgapi!, booter: `${booter.dhcp.ip}:${booter.dhcp.port}`, booterHttpUrl: booter.http, bootRack: 'r1',
+      },
+      env: {},
+      mdata: noMdata,
+    });
+    const rackDaemon = new Daemon({ config, log: createQuietLogger() });
+    try {
+      await rackDaemon.start();
+      const res = await fetch(`${rackDaemon.controlAddress.url}/servers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":1}' });
+      const created = ((await res.json()) as Obj).created[0];
+      expect(created.adminIp).toMatch(/^10\.98\./);
+      const cn = rackDaemon.fleet.get(created.uuid)!;
+      const mac = String(cn.sysinfo['Network Interfaces']!.dnet0!['MAC Address']);
+      expect(await call<Obj>(napi, 'getNic', mac)).toMatchObject({ network_uuid: rackNetwork, nic_tag: 'admin_rack_r1', nic_tags_provided: ['admin_rack_r1'], ip: created.adminIp });
+      // The kernel args name the rack tag's NIC; the admin NIC's tag follows in sysinfo.
+      expect(cn.sysinfo['Boot Parameters']).toMatchObject({ admin_rack_r1_nic: mac });
+      expect(cn.sysinfo['Boot Parameters']).not.toHaveProperty('admin_nic');
+      expect(cn.sysinfo['Admin NIC Tag']).toBe('admin_rack_r1');
+      expect(cn.sysinfo['Network Interfaces']!.dnet0!['NIC Names']).toEqual(['admin_rack_r1']);
+      await waitFor(async () => (await call<Obj>(cnapi, 'getServer', created.uuid)).status === 'running', 15_000);
+    } finally {
+      await rackDaemon.stop();
+      await fsp.rm(rackDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

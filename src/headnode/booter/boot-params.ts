@@ -9,8 +9,9 @@
  *   3. the server it belongs to: its `belongs_to_uuid`, or, for a NIC still owned by the admin
  *      user (a CN not yet set up), the server CNAPI lists with the MAC (dashes) as hostname;
  *   4. its boot params from CNAPI (`GET /boot/<uuid>`; `GET /boot/default` for a new CN);
- *   5. the server's other NICs, aggregations and NIC tags from NAPI (not for a new CN), and
- *      CNAPI's platforms;
+ *   5. the server's other NICs and aggregations from NAPI (not for a new CN), and CNAPI's
+ *      platforms (booter's NIC tag reads, for a networking file the dev booter does not write,
+ *      are left out);
  *   6. the kernel args: `<tag>_nic=<mac>` for every NIC tag of its NICs (CNAPI's kernel args
  *      win), `<aggr>_aggr` for aggregations, and `admin_nic=<boot MAC>` when no NIC is on the
  *      admin tag (the first boot).
@@ -22,6 +23,7 @@ type Obj = Record<string, unknown>;
 const ADMIN_RACK_RE = /^ADMIN_RACK_[A-Z0-9_-]+$/;
 /** sdc-booter's pool cache refreshes every 60 s (config poolCache.updateIntervalSeconds). */
 const POOL_CACHE_MS = 60_000;
+const PLATFORMS_CACHE_MS = 5_000;
 
 /** What a DHCP answer and the boot file are made from (sdc-booter's cached `params`). */
 export interface BootParams {
@@ -58,6 +60,7 @@ export function nicTagOfCircuit(circuitId: string | undefined): string | undefin
 
 export class BootParamsSource {
   private pool: { value: Obj | undefined; at: number } | undefined;
+  private platformsAt: number | undefined;
 
   constructor(private readonly c: BootParamsContext) {}
 
@@ -101,10 +104,10 @@ export class BootParamsSource {
       const listed = await this.napi<Obj[]>('GET', `/aggregations?belongs_to_uuid=${encodeURIComponent(cnUuid)}`);
       aggrs = Array.isArray(listed) ? listed : [];
     }
-    // Booter reads the tags (for its boot-time networking file) and the platforms: a failure
-    // of either is a failure of the whole answer, as there.
-    await Promise.all(nicTagNames(nics, aggrs).map((t) => this.napi('GET', `/nic_tags/${encodeURIComponent(t)}`)));
-    await this.cnapi('GET', '/platforms?os=true');
+    // Booter reads the NIC tags for its boot-time networking file, which the dev booter does not
+    // write; it reads the platforms for the OS of the boot file: a failure is a failure of the
+    // whole answer, as there (read at most every few seconds: a storm asks thousands of times).
+    await this.platforms();
 
     if (typeof bootNic.ip !== 'string' || typeof bootNic.netmask !== 'string') {
       throw new BootParamsError(`the boot NIC ${mac} has no IP or netmask in NAPI`);
@@ -121,6 +124,13 @@ export class BootParamsSource {
     if (res.statusCode === 404) return undefined;
     if (res.statusCode !== 200) throw apiError('CNAPI', `GET /boot/${uuid}`, res);
     return res.body && typeof res.body === 'object' && Object.keys(res.body).length > 0 ? res.body : undefined;
+  }
+
+  private async platforms(): Promise<void> {
+    const now = Date.now();
+    if (this.platformsAt !== undefined && now - this.platformsAt < PLATFORMS_CACHE_MS) return;
+    await this.cnapi('GET', '/platforms?os=true');
+    this.platformsAt = now;
   }
 
   private async adminPool(): Promise<Obj | undefined> {
@@ -170,17 +180,6 @@ function macPath(mac: string): string {
 
 function poolHasTag(pool: Obj | undefined, tag: string): boolean {
   return Array.isArray(pool?.nic_tags_present) && (pool!.nic_tags_present as unknown[]).includes(tag);
-}
-
-/** Every NIC tag the NICs and aggregations name, fabric tags ("a/b") left out, each once. */
-function nicTagNames(nics: Obj[], aggrs: Obj[]): string[] {
-  const tags = new Set<string>();
-  for (const o of [...nics, ...aggrs]) {
-    for (const t of [...(Array.isArray(o.nic_tags_provided) ? o.nic_tags_provided : []), o.nic_tag]) {
-      if (typeof t === 'string' && t !== '' && !t.includes('/')) tags.add(t);
-    }
-  }
-  return [...tags];
 }
 
 function composeParams(cnapiParams: Obj, bootNic: Obj, nics: Obj[], aggrs: Obj[], adminPool: Obj | undefined): BootParams {

@@ -33,6 +33,7 @@ import {
   parseRelayAgentInfo,
   type DhcpPacket,
 } from '../../common/dhcp/wire.js';
+import { Gate } from '../../common/gate.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import { cidrContains, parseCidr, parseIpv4 } from '../napi/addr.js';
@@ -62,6 +63,8 @@ export interface DevBooterStats {
   noLease: number;
 }
 
+const PIPELINES_AT_ONCE = 8;
+
 /** RFC 4578 client architecture 7: EFI x86-64 gets the EFI iPXE (lib/dhcp.js DHCP_CLIENT_ARCH_TYPE). */
 const EFI_X86_64 = 7;
 
@@ -73,6 +76,12 @@ export class DevBooter {
   /** The lease of each MAC: its last boot params (sdc-booter's cache dir, `<mac>.json`). */
   private readonly leases = new Map<string, BootParams>();
   private readonly inFlight = new Map<string, Promise<BootParams | undefined>>();
+  /**
+   * Pipelines running at once. sdc-booter runs every one at once, against NAPI and CNAPI in
+   * other zones; the dev booter shares its process with them, so a storm of DISCOVERs takes
+   * turns and CNAPI keeps answering the heartbeats of the CNs that stayed up.
+   */
+  private readonly turns = new Gate(PIPELINES_AT_ONCE);
   private readonly log: Logger;
   private host = '127.0.0.1';
   private stopped = false;
@@ -217,7 +226,7 @@ export class DevBooter {
   private async discover(mac: string, nicTag: string | undefined): Promise<BootParams | undefined> {
     let running = this.inFlight.get(mac);
     if (!running) {
-      running = this.source.forMac(mac, nicTag).then(
+      running = this.turns.run(() => this.source.forMac(mac, nicTag)).then(
         (params) => {
           this.leases.set(mac, params);
           return params;
