@@ -14,6 +14,7 @@ import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
 import type { BootCause, MockCn, PowerChange, PowerOnOptions } from '../mockcn/types.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
+import { adminNicOf } from '../mockcn/sysinfo-file.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -61,6 +62,12 @@ export class Fleet implements FleetView {
   private readonly openVms: VmStoreOpener;
   /** What every CN tells the shared services: the CNAPI reporter, and its power to cn-agent too. */
   private readonly hooks: MockCnHooks;
+  /**
+   * CNs that came in off (a first boot, a boot at start): their agents (vm-agent, net-agent,
+   * ...) start when the OS has come up, as on a real CN; until then nothing of theirs runs (a
+   * net-agent would register the admin NIC booter is about to make).
+   */
+  private readonly agentsAtBoot = new Set<string>();
 
   constructor(opts: FleetOptions) {
     this.opts = opts;
@@ -84,6 +91,7 @@ export class Fleet implements FleetView {
     if (!this.cns.has(cn.uuid)) return;
     await this.opts.cnAgent.setPower?.(cn.uuid, cn.power);
     await this.opts.reporter.powerChanged(cn, change);
+    if (cn.power === 'up' && this.agentsAtBoot.delete(cn.uuid)) this.attachPlugins(cn as MockCnImpl);
     this.opts.log.info({ server: cn.uuid, power: cn.power }, cn.power === 'down' ? 'server down' : 'server up');
   }
 
@@ -156,7 +164,9 @@ export class Fleet implements FleetView {
   async load(uuid: string, opts: { fresh?: boolean; off?: boolean } = {}): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
     const boot = this.opts.boot;
-    const wasOff = !opts.fresh && boot !== undefined && (await isMarkedOff(cn));
+    // Off when it stopped: marked so, or never booted (no admin address yet: a creation the
+    // last daemon left between writing the CN and marking it off).
+    const wasOff = !opts.fresh && boot !== undefined && (!adminNicOf(cn.sysinfo).ip || (await isMarkedOff(cn)));
     if (opts.off || wasOff) cn.power = 'down';
     await this.add(cn);
     if (wasOff) {
@@ -188,18 +198,23 @@ export class Fleet implements FleetView {
       cn.hooks = this.hooks;
       this.cns.set(cn.uuid, cn);
       this.opts.reporter.attach(cn);
-      for (const plugin of this.opts.plugins) {
-        try {
-          plugin.attach(cn);
-        } catch (err) {
-          this.opts.countError(`${plugin.name}.attach`);
-          this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to attach');
-        }
-      }
+      if (cn.power === 'down') this.agentsAtBoot.add(cn.uuid);
+      else this.attachPlugins(cn);
     } finally {
       this.busy.delete(cn.uuid);
     }
     this.opts.onChange();
+  }
+
+  private attachPlugins(cn: MockCnImpl): void {
+    for (const plugin of this.opts.plugins) {
+      try {
+        plugin.attach(cn);
+      } catch (err) {
+        this.opts.countError(`${plugin.name}.attach`);
+        this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to attach');
+      }
+    }
   }
 
   /** Stop serving a CN (its files stay; see ServerFactory.remove for deleting them). */
@@ -209,7 +224,8 @@ export class Fleet implements FleetView {
     this.busy.add(uuid);
     try {
       this.cns.delete(uuid);
-      for (const plugin of this.opts.plugins) {
+      const agentsRan = !this.agentsAtBoot.delete(uuid);
+      for (const plugin of agentsRan ? this.opts.plugins : []) {
         try {
           plugin.detach(uuid);
         } catch (err) {
