@@ -63,7 +63,7 @@ export interface DevBooterStats {
   noLease: number;
 }
 
-const PIPELINES_AT_ONCE = 8;
+const PIPELINES_AT_ONCE = 4;
 
 /** RFC 4578 client architecture 7: EFI x86-64 gets the EFI iPXE (lib/dhcp.js DHCP_CLIENT_ARCH_TYPE). */
 const EFI_X86_64 = 7;
