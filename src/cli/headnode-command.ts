@@ -118,6 +118,8 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
   const headnode = daemon.headnode!;
   const urls = headnode.urls;
   const server = daemon.fleet.headnode();
+  const booter = headnode.booterAddresses;
+  const booterFlags = booter ? ` --booter ${booter.dhcp.ip}:${booter.dhcp.port} --booter-http-url ${booter.http}` : '';
   const lines = [
     `mockcloud dev headnode running (pid ${process.pid})`,
     `  data dir:     ${dataDir}`,
@@ -127,10 +129,11 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  IMGAPI:       ${urls.imgapi}`,
     `  SAPI:         ${urls.sapi}`,
     `  FWAPI:        ${urls.fwapi} (updates ${urls.fwapiFast})`,
+    ...(booter ? [`  booter:       DHCP ${booter.dhcp.ip}:${booter.dhcp.port} (UDP), boot files ${booter.http}`] : []),
     `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
-    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}`,
+    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}${booterFlags}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

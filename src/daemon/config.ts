@@ -27,6 +27,7 @@ import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
 import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
+import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -105,6 +106,18 @@ export interface DaemonConfig {
   bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
+  /**
+   * Where the mock CNs' DHCP goes (booter's dhcpd, UDP), or 'none' (--no-booter): each CN's
+   * admin NIC from NAPI directly and no PXE boot. Absent: the dev headnode's booter when it
+   * runs, else none.
+   */
+  booter?: { ip: string; port: number } | 'none';
+  /** Booter's HTTP root the CNs load their boot file from; absent: the dev booter's, else CNAPI's boot params. */
+  booterHttpUrl?: string;
+  /** The rack the relay names in option 82 (its circuit id); absent: the relay's remote id only. */
+  bootRack?: string;
+  /** Test-only scaling of the boot's DHCP schedule and retries (config file key `bootTimings`). */
+  bootTimings?: Partial<BootTimings>;
   /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
   maxTasks?: number;
   maxTasksPerServer?: number;
@@ -238,6 +251,28 @@ export const SETTINGS = [
     help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
   },
   {
+    key: 'booter',
+    flag: 'booter',
+    env: 'MOCKCLOUD_BOOTER',
+    help:
+      "where the mock CNs boot from: booter's DHCP IP:PORT (sdc-booter's dhcpd, which answers relayed requests by unicast); " +
+      "'none' or --no-booter: no PXE boot, each new CN's admin NIC from NAPI directly (default: the dev headnode's booter, else none; docs/boot.md)",
+  },
+  {
+    key: 'booterHttpUrl',
+    flag: 'booter-http-url',
+    env: 'MOCKCLOUD_BOOTER_HTTP_URL',
+    help: "booter's HTTP root the CNs load their boot file (boot.ipxe.01<MAC>) from (default: the dev headnode's booter; without one the boot params come from CNAPI)",
+  },
+  {
+    key: 'bootRack',
+    flag: 'boot-rack',
+    env: 'MOCKCLOUD_BOOT_RACK',
+    help:
+      "the rack the CNs' DHCP relay names as option 82's circuit id: booter gives new CNs a NIC on NIC tag admin_rack_<rack> from NAPI's admin pool " +
+      '(default: none, the relay sends its remote id and new CNs go on the admin network)',
+  },
+  {
     key: 'seed',
     flag: 'seed',
     env: 'MOCKCLOUD_SEED',
@@ -262,7 +297,7 @@ export interface ConfigInputs {
   mdata: MdataReader;
 }
 
-const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings']);
+const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings', 'bootTimings']);
 
 export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig> {
   const flags = inputs.flags ?? {};
@@ -417,6 +452,16 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  if (file.bootTimings !== undefined) config.bootTimings = validateBootTimings(file.bootTimings);
+  const booterText = await lookup('booter');
+  if (booterText !== undefined) config.booter = parseBooter(booterText);
+  const booterHttpUrl = await lookup('booterHttpUrl');
+  if (booterHttpUrl !== undefined) config.booterHttpUrl = validateUrl('booterHttpUrl', booterHttpUrl);
+  const bootRack = await lookup('bootRack');
+  if (bootRack !== undefined) {
+    if (!/^[A-Za-z0-9_-]{1,20}$/.test(bootRack)) throw invalid('bootRack', `rack ${JSON.stringify(bootRack)} must be 1-20 letters, digits, '_' or '-' (booter makes it the NIC tag admin_rack_<rack>)`);
+    config.bootRack = bootRack;
+  }
   const seed = await lookup('seed');
   if (seed !== undefined) {
     if (seed.length > 256) throw invalid('seed', 'a seed is at most 256 characters');
@@ -431,6 +476,20 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
   }
   return config;
+}
+
+/** "IP:PORT" of booter's dhcpd, or none/false/off. */
+function parseBooter(text: string): { ip: string; port: number } | 'none' {
+  if (['none', 'false', 'off', 'no'].includes(text.trim().toLowerCase())) return 'none';
+  const a = parseListenAddress(text, 67);
+  if (typeof a === 'string') throw invalid('booter', `booter address ${a}`);
+  if (a.port === 0) throw invalid('booter', `booter address ${JSON.stringify(text)} needs a port (1-65535)`);
+  // DHCP goes to booter alone, by unicast: never a wildcard, broadcast or multicast address.
+  const first = Number(a.ip.split('.')[0]);
+  if (/^(0\.0\.0\.0|255\.255\.255\.255|::)$/.test(a.ip) || (net.isIPv4(a.ip) && first >= 224) || /^ff/i.test(a.ip)) {
+    throw invalid('booter', `booter address ${a.ip} is not one host's unicast address`);
+  }
+  return { ip: a.ip, port: a.port };
 }
 
 /** `/data/mockcloud` in a mockcloud0 zone (the delegated dataset), else ~/.mockcloud. */

@@ -81,6 +81,8 @@ export interface ControlHandlers {
    * (the fwadm store: rules, remote VMs), `fwadm` (what `fwadm <cmd>` prints there, as text).
    */
   serverAgent?(uuid: string, what: string, query: URLSearchParams): ControlResponse;
+  /** Each CN's last boot and their summary (docs/boot.md); absent: no /boots. */
+  boots?(query: URLSearchParams): unknown;
 }
 
 /** What one path answers, by method; any other method is a 405. */
@@ -160,6 +162,8 @@ export class ControlApi {
     const metrics = h.metrics?.bind(h);
     if (metrics) on('/metrics', () => ({ GET: async () => ({ text: await metrics() }) }));
     on('/status', () => ({ GET: answer(() => h.status()) }));
+    const boots = h.boots?.bind(h);
+    if (boots) on('/boots', () => ({ GET: answer((req) => boots(new URLSearchParams(req.getQuery()))) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));
     on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
     on('/rescan', () => ({ POST: answer(() => h.rescanAll()) }));

@@ -50,6 +50,7 @@ import { MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
 import { MetricsListener } from './metrics-listener.js';
+import { bootReport, bootStatus, firstBoot, startBootService, type BootWiring } from './boot-wiring.js';
 
 const PACKAGE_VERSION = MOCKCLOUD_VERSION;
 
@@ -121,6 +122,8 @@ export class Daemon {
   private rateJob: ScheduledJob | undefined;
   private ownsDataDir = false;
   private headnodeInstance: Headnode | undefined;
+  /** How the CNs boot: the relay to booter and the boot service (src/boot). */
+  private boot: BootWiring | undefined;
   private agentIps: LoopbackAgentIps | undefined;
   /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
   private resuming: Promise<void> | undefined;
@@ -252,6 +255,8 @@ export class Daemon {
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
 
+      const boot = await startBootService({ config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy });
+      this.boot = boot;
       const reporter = new CnapiReporter({
         log: log.child({ component: 'cnapi-reporter' }),
         scheduler: this.scheduler,
@@ -260,6 +265,7 @@ export class Daemon {
         ...(config.timings ? { timings: config.timings } : {}),
         onError: (kind) => this.countError(`cnapi.${kind}`),
         onHeartbeatLate: metrics.heartbeatLate,
+        onFirstHeartbeat: (cn) => boot.service.heartbeat(cn),
       });
       this.reporterInstance = reporter;
       reporter.start();
@@ -297,6 +303,7 @@ export class Daemon {
         },
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
         hostedBy: this.hostedBy,
+        boot: boot.service,
         ...(agentIps ? { agentIpFor: (uuid: string) => agentIps.addressFor(uuid) } : {}),
       });
       this.fleetInstance = fleetRef.fleet = fleet;
@@ -312,6 +319,7 @@ export class Daemon {
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
         profiles: this.profiles,
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
+        ...(boot.relay ? { firstBoot: (cn: MockCn) => firstBoot(boot, this.scheduler, cn) } : {}),
         stopped: () => this.state === 'stopping' || this.state === 'stopped',
       });
 
@@ -339,6 +347,7 @@ export class Daemon {
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
         cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,
         agentFacts: (uuid) => Object.assign({}, ...this.plugins.map((p) => p.describe?.(uuid))) as Record<string, unknown>,
+        boot: boot.service,
       });
       await this.daemonJson.flush();
 
@@ -370,6 +379,7 @@ export class Daemon {
       }
     };
     this.loopDelay?.disable();
+    this.boot?.service.stop();
     await step('control API', () => this.control?.stop());
     await step('fleet page', () => this.ui?.stop());
     await step('events', () => this.eventsEngine?.stop());
@@ -378,6 +388,7 @@ export class Daemon {
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
     await step('cn-agent', () => this.cnAgent?.stop());
     await step('vmadm', () => this.vmadm?.close?.());
+    await step('DHCP relay', () => this.boot?.relay?.stop());
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
     this.http.observer = undefined;
@@ -505,6 +516,7 @@ export class Daemon {
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
+      booter: config.booter !== 'none',
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
@@ -675,6 +687,7 @@ export class Daemon {
       markEvents: (body) => this.events.mark(body),
       metrics: () => this.scrapeMetrics(),
       serverAgent: (uuid, what, query) => this.serverAgent(uuid, what, query),
+      boots: (query) => bootReport(this.boot, this.fleet.list(), query),
     };
   }
 
@@ -807,6 +820,7 @@ export class Daemon {
       /** Fault events running now (GET /events lists them). */
       activeEvents: this.eventsEngine?.size ?? 0,
       eventLoop: this.eventLoopFigures(),
+      boot: bootStatus(this.boot, fleet?.list() ?? []),
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter
         ? {

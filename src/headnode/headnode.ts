@@ -11,6 +11,8 @@ import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import type { Logger } from '../common/log.js';
 import { JsonHttpClient } from '../common/http-client.js';
+import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
+import { DevBooter } from './booter/service.js';
 import { CnapiService } from './cnapi/index.js';
 import { FwapiService } from './fwapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
@@ -28,6 +30,8 @@ export interface HeadnodePorts {
   fwapi?: number;
   /** FWAPI's update stream (FWAPI's own: 2020); 0 or absent: any free port. */
   fwapiFast?: number;
+  /** The booter's DHCP (UDP) port. */
+  booter?: number;
 }
 
 export interface HeadnodeUrls {
@@ -60,6 +64,14 @@ export interface HeadnodeOptions {
   fwapiPollMs?: number;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** Run the booter subset (DHCP and boot files, src/headnode/booter); on unless false. */
+  booter?: boolean;
+}
+
+/** Where the dev booter answers: DHCP on UDP, the boot files over HTTP. */
+export interface BooterAddresses {
+  dhcp: { ip: string; port: number };
+  http: string;
 }
 
 /** What every headnode service offers the composition. */
@@ -82,6 +94,7 @@ export class Headnode {
   private readonly http = new JsonHttpClient({ userAgent: 'fwapi/1.1.4' });
   private cnapiService: CnapiService | undefined;
   private vmapiService: VmapiService | undefined;
+  private booterService: DevBooter | undefined;
   private readonly opts: HeadnodeOptions;
   private readonly log: Logger;
   /** Started services, in start order, for stop() and for unwinding a failed start. */
@@ -127,6 +140,17 @@ export class Headnode {
     return this.vmapiService;
   }
 
+  /** The booter subset, when it runs. */
+  get booter(): DevBooter | undefined {
+    return this.booterService;
+  }
+
+  /** Where the booter answers; undefined when it does not run. */
+  get booterAddresses(): BooterAddresses | undefined {
+    const b = this.booterService;
+    return b ? { dhcp: b.dhcpAddress, http: b.httpUrl } : undefined;
+  }
+
   /** The file the addresses are written to. */
   get headnodeJsonPath(): string {
     return path.join(this.opts.dataDir, HEADNODE_JSON);
@@ -166,6 +190,17 @@ export class Headnode {
       cnapi.setPeers({ vmapi: vmapi.url });
       this.fwapi.setVmapi(vmapi.url);
 
+      if (this.opts.booter !== false) {
+        const booter = new DevBooter({
+          log: this.opts.log,
+          napiUrl: this.napi.url,
+          cnapiUrl: cnapi.url,
+          adminUuid: this.opts.adminUuid ?? DEFAULT_ADMIN_UUID,
+        });
+        this.booterService = booter;
+        await this.startOne(booter, host, ports.booter);
+      }
+
       this._urls = {
         cnapi: cnapi.url,
         vmapi: vmapi.url,
@@ -176,7 +211,8 @@ export class Headnode {
         fwapiFast: this.fwapi.fastAddress,
       };
       await fsp.mkdir(this.opts.dataDir, { recursive: true });
-      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
+      const booter = this.booterAddresses;
+      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify({ ...this._urls, ...(booter ? { booter } : {}) }, null, 2)}\n`);
       this.log.info({ urls: this._urls }, 'dev headnode listening');
       return this._urls;
     } catch (err) {
@@ -201,6 +237,7 @@ export class Headnode {
     }
     this.cnapiService = undefined;
     this.vmapiService = undefined;
+    this.booterService = undefined;
     this._urls = undefined;
     this.http.close();
     if (firstError) throw firstError;
