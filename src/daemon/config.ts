@@ -29,6 +29,7 @@ import {
   DEFAULT_METRICS_PORT,
   invalidSetting,
   parseAgentIpMode,
+  parseBooter,
   parseBoolean,
   parseCount,
   parseHeadnodePorts,
@@ -46,6 +47,7 @@ import {
 } from './settings.js';
 import type { ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
+import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -114,6 +116,18 @@ export interface DaemonConfig {
   bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
+  /**
+   * Where the mock CNs' DHCP goes (booter's dhcpd, UDP), or 'none' (--no-booter): each CN's
+   * admin NIC from NAPI directly and no PXE boot. Absent: the dev headnode's booter when it
+   * runs, else none.
+   */
+  booter?: { ip: string; port: number } | 'none';
+  /** Booter's HTTP root the CNs load their boot file from; absent: the dev booter's, else CNAPI's boot params. */
+  booterHttpUrl?: string;
+  /** The rack the relay names in option 82 (its circuit id); absent: the relay's remote id only. */
+  bootRack?: string;
+  /** Test-only scaling of the boot's DHCP schedule and retries (config file key `bootTimings`). */
+  bootTimings?: Partial<BootTimings>;
   /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
   maxTasks?: number;
   maxTasksPerServer?: number;
@@ -141,7 +155,7 @@ export interface ConfigInputs {
   mdata: MdataReader;
 }
 
-const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings']);
+const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings', 'bootTimings']);
 
 export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig> {
   const flags = inputs.flags ?? {};
@@ -207,7 +221,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   sources.datacenterName ??= 'default';
   const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
   const urls: ServiceUrls = {};
-  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const) {
     const key = `${svc}Url` as const;
     let url = await lookup(key);
     if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {
@@ -215,6 +229,18 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
       sources[key] = 'derived';
     }
     if (url !== undefined) urls[svc] = validateUrl(key, url);
+  }
+
+  const fast = await lookup('fwapiFastUrl');
+  if (fast !== undefined) {
+    let u: URL | undefined;
+    try {
+      u = new URL(fast);
+    } catch {
+      u = undefined;
+    }
+    if (!u || u.protocol !== 'tcp:' || !u.hostname || !u.port) throw invalidSetting('fwapiFastUrl', `${JSON.stringify(fast)} is not tcp://HOST:PORT`);
+    urls.fwapiFast = `tcp://${u.host}`;
   }
 
   let bindIp = await lookup('bindIp');
@@ -284,6 +310,16 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  if (file.bootTimings !== undefined) config.bootTimings = validateBootTimings(file.bootTimings);
+  const booterText = await lookup('booter');
+  if (booterText !== undefined) config.booter = parseBooter(booterText);
+  const booterHttpUrl = await lookup('booterHttpUrl');
+  if (booterHttpUrl !== undefined) config.booterHttpUrl = validateUrl('booterHttpUrl', booterHttpUrl);
+  const bootRack = await lookup('bootRack');
+  if (bootRack !== undefined) {
+    if (!/^[A-Za-z0-9_-]{1,20}$/.test(bootRack)) throw invalidSetting('bootRack', `rack ${JSON.stringify(bootRack)} must be 1-20 letters, digits, '_' or '-' (booter makes it the NIC tag admin_rack_<rack>)`);
+    config.bootRack = bootRack;
+  }
   const seed = await lookup('seed');
   if (seed !== undefined) {
     if (seed.length > 256) throw invalidSetting('seed', 'a seed is at most 256 characters');

@@ -3,6 +3,7 @@
  * key), and how a setting's text becomes its value, refused with a message that names where it
  * was set. config.ts looks each setting up in its sources and builds the DaemonConfig.
  */
+import net from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
@@ -32,6 +33,18 @@ export const SETTINGS = [
     flag: 'sapi-url',
     env: 'MOCKCLOUD_SAPI_URL',
     help: "SAPI base URL: every mock CN's agent instances are adopted there (RFD 82) and deleted with the CN",
+  },
+  {
+    key: 'fwapiUrl',
+    flag: 'fwapi-url',
+    env: 'MOCKCLOUD_FWAPI_URL',
+    help: "FWAPI base URL: every mock CN's firewaller resolves its VMs' rules there and takes its updates (fast, port 2020)",
+  },
+  {
+    key: 'fwapiFastUrl',
+    flag: 'fwapi-fast-url',
+    env: 'MOCKCLOUD_FWAPI_FAST_URL',
+    help: "FWAPI's update stream as tcp://HOST:PORT (default: FWAPI's host, port 2020, as firewaller's config.json says)",
   },
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
@@ -64,7 +77,8 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_HEADNODE_PORTS',
     help:
       "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
-      'SAPI N+4) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (default: any free ports)',
+      'SAPI N+4, FWAPI N+5, its update stream N+6) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (FWAPI on any free ones) or seven ' +
+      'CNAPI,VMAPI,NAPI,IMGAPI,SAPI,FWAPI,FWAPI-UPDATES (default: any free ports)',
   },
   {
     key: 'agentIps',
@@ -117,6 +131,28 @@ export const SETTINGS = [
     flag: 'boot-seconds',
     env: 'MOCKCLOUD_BOOT_SECONDS',
     help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
+  },
+  {
+    key: 'booter',
+    flag: 'booter',
+    env: 'MOCKCLOUD_BOOTER',
+    help:
+      "where the mock CNs boot from: booter's DHCP IP:PORT (sdc-booter's dhcpd, which answers relayed requests by unicast); " +
+      "'none' or --no-booter: no PXE boot, each new CN's admin NIC from NAPI directly (default: the dev headnode's booter, else none; docs/boot.md)",
+  },
+  {
+    key: 'booterHttpUrl',
+    flag: 'booter-http-url',
+    env: 'MOCKCLOUD_BOOTER_HTTP_URL',
+    help: "booter's HTTP root the CNs load their boot file (boot.ipxe.01<MAC>) from (default: the dev headnode's booter; without one the boot params come from CNAPI)",
+  },
+  {
+    key: 'bootRack',
+    flag: 'boot-rack',
+    env: 'MOCKCLOUD_BOOT_RACK',
+    help:
+      "the rack the CNs' DHCP relay names as option 82's circuit id: booter gives new CNs a NIC on NIC tag admin_rack_<rack> from NAPI's admin pool " +
+      '(default: none, the relay sends its remote id and new CNs go on the admin network)',
   },
   {
     key: 'seed',
@@ -205,35 +241,44 @@ export function parseSeconds(key: SettingKey, text: string): number {
   return n;
 }
 
-/** The dev headnode's five ports, in the order `--headnode-ports` takes them. */
+/** The dev headnode's ports, in the order `--headnode-ports` takes them (FWAPI's two pinned from a base or when given). */
 export interface HeadnodePortSet {
   cnapi: number;
   vmapi: number;
   napi: number;
   imgapi: number;
   sapi: number;
+  fwapi?: number;
+  /** FWAPI's update stream. */
+  fwapiFast?: number;
 }
 
-const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
+const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const;
+const LISTED = 'five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI or seven (and FWAPI,FWAPI-UPDATES)';
 
-/** "N" (N to N+4) or "C,V,N,I,S": five different ports, none 0. */
+/** "N" (N to N+6) or "C,V,N,I,S[,F,U]": five or seven different ports, none 0. */
 export function parseHeadnodePorts(text: string): HeadnodePortSet {
-  const count = HEADNODE_PORT_ORDER.length;
+  const all = HEADNODE_PORT_ORDER.length;
   const parts = text.split(',').map((p) => p.trim());
   let ports: number[];
   if (parts.length === 1) {
     const base = parsePort('headnodePorts', parts[0]!, false);
-    if (base > 65535 - (count - 1)) {
-      throw invalidSetting('headnodePorts', `base port ${base} leaves no room for ${count} ports (at most ${65535 - (count - 1)})`);
+    if (base > 65535 - (all - 1)) {
+      throw invalidSetting('headnodePorts', `base port ${base} leaves no room for ${all} ports (at most ${65535 - (all - 1)})`);
     }
     ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
-  } else if (parts.length === count) {
+  } else if (parts.length === 5 || parts.length === all) {
     ports = parts.map((p) => parsePort('headnodePorts', p, false));
-    if (new Set(ports).size !== count) throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${count} different ports`);
+    if (new Set(ports).size !== ports.length) throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${ports.length} different ports`);
   } else {
-    throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI`);
+    throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or ${LISTED}`);
   }
-  return { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  const set: HeadnodePortSet = { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  if (ports.length === all) {
+    set.fwapi = ports[5]!;
+    set.fwapiFast = ports[6]!;
+  }
+  return set;
 }
 
 export function parsePortRange(text: string): [number, number] {
@@ -269,4 +314,18 @@ export function validateTimings(value: unknown): Partial<ReporterTimings> {
     (out as Record<string, number>)[k] = v;
   }
   return out;
+}
+
+/** "IP:PORT" of booter's dhcpd, or none/false/off. */
+export function parseBooter(text: string): { ip: string; port: number } | 'none' {
+  if (['none', 'false', 'off', 'no'].includes(text.trim().toLowerCase())) return 'none';
+  const a = parseListenAddress(text, 67);
+  if (typeof a === 'string') throw invalidSetting('booter', `booter address ${a}`);
+  if (a.port === 0) throw invalidSetting('booter', `booter address ${JSON.stringify(text)} needs a port (1-65535)`);
+  // DHCP goes to booter alone, by unicast: never a wildcard, broadcast or multicast address.
+  const first = Number(a.ip.split('.')[0]);
+  if (/^(0\.0\.0\.0|255\.255\.255\.255|::)$/.test(a.ip) || (net.isIPv4(a.ip) && first >= 224) || /^ff/i.test(a.ip)) {
+    throw invalidSetting('booter', `booter address ${a.ip} is not one host's unicast address`);
+  }
+  return { ip: a.ip, port: a.port };
 }
