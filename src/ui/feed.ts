@@ -193,7 +193,7 @@ export class FleetFeed {
       if (!isComputeNode(cn)) continue;
       cns++;
       const current = src.lastHeartbeatAt(cn.uuid);
-      const state = cellState(cn, src.faultState(cn.uuid), current, now, lateMs, src.heartbeats);
+      const state = cellState(cn, src.faultState(cn.uuid), current, now, lateMs, src.heartbeats, cn.power === 'down' && src.booting?.(cn.uuid) === true);
       // A CN that is down has no current heartbeat; its cell still tells when it last had one.
       const lastHb = current ?? src.lastKnownHeartbeatAt?.(cn.uuid);
       const vms = cn.vms.size;

@@ -68,7 +68,9 @@ describe("an operator's first day with two daemons", () => {
 
   beforeAll(async () => {
     for (let i = 0; i < 2; i++) dirs.push(await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-day-')));
-    [a, b] = await Promise.all([startDaemon(dirs[0]!), startDaemon(dirs[1]!)]);
+    // One after the other: b is the daemon started last (the state dir's last data dir), as the last test needs.
+    a = await startDaemon(dirs[0]!);
+    b = await startDaemon(dirs[1]!);
     cnA = (await runCli(['list-servers', '-H', '-o', 'uuid', ...dd(a)])).stdout.trim();
   }, 120_000);
 
@@ -101,7 +103,7 @@ describe("an operator's first day with two daemons", () => {
 
   it('names the daemon it talks to (pid and data dir) in every human output', async () => {
     const line = (d: Daemon): string => `daemon pid ${d.child.pid}, data dir ${d.dir}`;
-    const commands = [['list-servers'], ['events'], ['faults', 'list'], ['ui'], ['rescan']];
+    const commands = [['list-servers'], ['events'], ['faults', 'list'], ['ui'], ['rescan'], ['boot-report']];
     const runs = await runAll(commands.map((c) => [...c, ...dd(a)]));
     commands.forEach((c, i) => {
       expect(runs[i]!.code, `${c.join(' ')}: ${runs[i]!.stderr}`).toBe(0);
@@ -135,6 +137,12 @@ describe("an operator's first day with two daemons", () => {
       [['list-servers', '--jsn'], /^unknown option: --jsn \(did you mean --json\?\)$/],
       [['event', 'offline', '--all', '--api', 'foo'], /^--api "foo" is not one of cnapi, vmapi, napi, \*$/],
       [['create-servers', '1', '--mix', 'small:70,bogus:30'], /^--mix: no profile "bogus" in this daemon; its profiles: .*; nothing was created$/],
+      [['event', 'power-los', '--all'], /^"power-los" is not an event type; did you mean power-loss\? /],
+      [['event', 'power-loss', '--all', '--spread', 'soon'], /^--spread "soon" is not a duration/],
+      [['event', 'power-loss', '--all', '--off', '9999h'], /^--off 9999h is longer than 30 days$/],
+      [['boot-report', '--servers', 'nope'], /^--servers takes comma-separated UUIDs; "nope" is not one$/],
+      [['boot-report', '--since', 'yesterday'], /^--since "yesterday" is not an ISO time/],
+      [['boot-report', '--evnt', 'x'], /^unknown option: --evnt \(did you mean --event\?\)$/],
     ];
     const runs = await runAll(cases.map(([args]) => [...args, ...dd(a)]));
     cases.forEach(([args, message], i) => {

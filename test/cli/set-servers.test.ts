@@ -72,10 +72,10 @@ describe('mockcloud set-servers', () => {
       expect(r.stderr).toMatch(message);
     }
     expect(await cnapiServer(c)).toMatchObject({ reserved: before.reserved, traits: before.traits });
-    // A mix naming a profile the daemon lacks: exit 1 with the daemon's word, nothing made.
+    // A mix naming a profile the daemon lacks: a usage error (exit 2) in the user's flag, nothing made.
     const unknown = await runCli(['create-servers', '2', '--mix', 'small:1,huge:1', ...dd]);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/unknown hardware profile "huge"/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--mix: no profile "huge" in this daemon; its profiles: .*; nothing was created/);
     const listed = await until(async () => {
       const r = await runCli(['list-servers', '-j', ...dd]);
       return r.code === 0 ? jsonLines<Obj>(r.stdout) : undefined;

@@ -1,11 +1,11 @@
 /**
- * `zfs list` and `zpool list` over the CN's ZFS view (tasks/zfs-model.ts), laid out as the
+ * `zfs list` and `zpool list` over the CN's ZFS view (zfs/model.ts), laid out as the
  * illumos tools lay them out (table.ts): `zfs list [-r|-d depth] [-Hp] [-o prop,...]
  * [-s prop]... [-S prop]... [-t type,...] [dataset...]` (filesystems and volumes unless -t;
  * snapshots after their dataset) and `zpool list [-Hp] [-o prop,...] [pool...]`. Other
  * subcommands would change the pool: not on a mock CN's global zone.
  */
-import { nicenum, type Dataset, type Pool } from '../tasks/zfs-model.js';
+import { nicenum, type Dataset, type Pool } from '../zfs/model.js';
 import { hasFlag, lastValue, parseArgs, UsageError, type ParsedArgs } from './args.js';
 import { formatTable, type TableColumn } from './table.js';
 import { fail, ok, type CommandResult, type GzDataset, type GzSnapshot } from './types.js';

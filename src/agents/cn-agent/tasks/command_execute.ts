@@ -1,16 +1,16 @@
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import { defineTask, TaskError } from '../types.js';
-import { executeScript } from './execute-script.js';
-import { gzCommandsEntry, prepareGzEnvironment } from './gz-snapshot.js';
-import { invalid, optArrayParam, optNumberParam, optObjectParam, stringParam } from './params.js';
+import { executeScript } from '../gz-scripts/execute-script.js';
+import { gzCommandsEntry, prepareGzEnvironment } from '../gz-scripts/gz-snapshot.js';
+import { invalid, optArrayParam, optNumberParam, optObjectParam, stringParam } from '../task-support/params.js';
 
 /**
  * command_execute (CNAPI `POST /servers/:uuid/execute`).
  *
- * With `--allow-execute` the script runs as the real task runs it (execute-script.ts), in a
+ * With `--allow-execute` the script runs as the real task runs it (gz-scripts/execute-script.ts), in a
  * shell on the daemon's host as the daemon's user, with mock global-zone commands answering
- * from this CN's state first on its PATH (gz-snapshot.ts, docs/execute.md). The finish value
+ * from this CN's state first on its PATH (gz-scripts/gz-snapshot.ts, docs/execute.md). The finish value
  * is the real one, `{err, exitCode, signal, stdout, stderr}`.
  *
  * Without it (the default: it runs anything anyone who can reach CNAPI sends) the task

@@ -1,15 +1,15 @@
 /**
  * zfs_get_properties: `zfs get -Hp -o name,property,value <props> [<dataset>]` of the CN (its
- * ZFS view, zfs-model.ts) as node-zfs parses it, `{<dataset>: {<property>: <value>}}`, for
+ * ZFS view, zfs/model.ts) as node-zfs parses it, `{<dataset>: {<property>: <value>}}`, for
  * CNAPI's (deprecated) `/dataset-properties` and `/datasets/:dataset/properties`. node-zfs
  * runs this one with spawn, so a failure reads as zfs's stderr alone.
  */
 import { defineTask, TaskError } from '../types.js';
-import { invalid, optArrayParam } from './params.js';
-import { datasetParam, queryFailure, viewOf } from './zfs-common.js';
-import { datasetProperties } from './zfs-model.js';
-import { ZfsCommandError } from './zfs-names.js';
-import { KNOWN_PROPERTIES, isKnownProperty } from './zfs-props.js';
+import { invalid, optArrayParam } from '../task-support/params.js';
+import { datasetParam, queryFailure, viewOf } from '../zfs/cn-zfs.js';
+import { datasetProperties } from '../zfs/model.js';
+import { ZfsCommandError } from '../zfs/names.js';
+import { KNOWN_PROPERTIES, isKnownProperty } from '../zfs/props.js';
 
 export const zfsGetProperties = defineTask<{ dataset: string; properties: string[] }>({
   name: 'zfs_get_properties',
