@@ -8,7 +8,7 @@ import { isUuid } from '../common/uuid.js';
 import { EVENT_TYPES, type EventView } from '../events/index.js';
 import { MAX_DURATION_MS, validateEvent } from '../events/validate.js';
 import { CliError, daemonFor, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { formatTable, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
 import { inFlagTerms } from './usage.js';
 
@@ -234,7 +234,7 @@ async function handler(argv: EventArgs): Promise<void> {
     const answer = argv.all
       ? await daemon.call<{ ended: number }>('DELETE', '/events')
       : await daemon.call<{ id: string }>('DELETE', `/events/${encodeURIComponent(argv.id!)}`);
-    if (argv.json) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    if (argv.json) process.stdout.write(jsonLine(answer));
     else process.stdout.write(argv.all ? `ended ${(answer as { ended: number }).ended} event(s)\n` : `ended ${argv.id}\n`);
     return;
   }
@@ -253,7 +253,7 @@ async function handler(argv: EventArgs): Promise<void> {
     // The daemon's refusal (no CN matches, the headnode server named) in the flags' words too.
     throw err instanceof CliError ? new CliError(inFlagTerms(err.message, eventFlags(argv.type, false))) : err;
   });
-  process.stdout.write(argv.json ? `${JSON.stringify(answer, null, 2)}\n` : `${describeEvent(answer)}\n`);
+  process.stdout.write(argv.json ? jsonLine(answer) : `${describeEvent(answer)}\n`);
 }
 
 export const eventCommand: CommandModule<object, EventArgs> = {

@@ -6,7 +6,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { isUuid } from '../common/uuid.js';
 import { daemonFor, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { jsonLines } from './table.js';
 import { inFlagTerms } from './usage.js';
 
@@ -101,7 +101,7 @@ async function handler(argv: FaultsArgs): Promise<void> {
   }
   if (argv.json) {
     // A list is one object per line, as every list command's -j.
-    process.stdout.write(argv.action === 'list' ? jsonLines(answer as FaultRule[]) : `${JSON.stringify(answer, null, 2)}\n`);
+    process.stdout.write(argv.action === 'list' ? jsonLines(answer as FaultRule[]) : jsonLine(answer));
   } else if (argv.action === 'list') {
     const rules = answer as FaultRule[];
     process.stdout.write(rules.length ? `${rules.map(describeRule).join('\n')}\n` : 'no fault rules\n');

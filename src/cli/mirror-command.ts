@@ -17,7 +17,7 @@ import type { CaptureUrls } from '../mirror/capture.js';
 import { RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
 import type { LoadReport } from '../mirror/load.js';
 import { clientDataDir, CliError, daemonFor, daemonLine, UsageError } from './daemon-client.js';
-import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface MirrorArgs extends DataDirArgs, JsonArgs {
   action: 'capture' | 'load';
@@ -167,7 +167,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
       onProgress: (p) => progress.update(p.kind, p.done, p.total),
     });
     progress.stop();
-    if (argv.json) process.stdout.write(`${JSON.stringify(header, null, 2)}\n`);
+    if (argv.json) process.stdout.write(jsonLine(header));
     else {
       const c = header.counts;
       process.stdout.write(
@@ -214,7 +214,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
     stop.done();
     http.agent.destroy();
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(report));
   else printReport(report);
   const failed = Object.values(report.counts).reduce((n, c) => n + c.failed, 0);
   if (failed > 0) {

@@ -5,7 +5,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
 import { daemonFor, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface RescanArgs extends DataDirArgs, JsonArgs {
   uuids?: string[];
@@ -37,7 +37,7 @@ async function handler(argv: RescanArgs): Promise<void> {
       else result.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
     }
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(result));
   else {
     for (const s of result.servers) process.stdout.write(`${s.uuid}  ${s.vms} VM(s)${s.sysinfoChanged ? '  sysinfo changed, registered again' : ''}\n`);
   }

@@ -20,7 +20,7 @@ import { RunAborted, runScenario, StepFailed } from '../scenarios/runner.js';
 import { scenarioLength, timeline } from '../scenarios/timeline.js';
 import type { Scenario, ScenarioProblem } from '../scenarios/types.js';
 import { clientDataDir, CliError, daemonFor, daemonLine, findDaemon, UsageError, type DaemonClient } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { ControlApiDriver, daemonSeed, endAllEvents, fleetView } from './scenario-driver.js';
 import { ScenarioProgress } from './scenario-progress.js';
 
@@ -93,7 +93,7 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
   if (argv.json) {
     const entries = scenario ? timeline(scenario) : [];
     process.stdout.write(
-      `${JSON.stringify(
+      jsonLine(
         {
           file,
           ok: problems.length === 0,
@@ -101,9 +101,7 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
           checkedAgainstDaemon: checked,
           ...(scenario ? { name: scenario.name, steps: scenario.steps.length, entries: entries.length, lengthMs: scenarioLength(entries) } : {}),
         },
-        null,
-        2,
-      )}\n`,
+      ),
     );
     if (problems.length > 0) process.exitCode = 2;
     return;

@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { clientDataDir, findDaemon } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface StatusArgs extends DataDirArgs, JsonArgs {}
 
@@ -51,7 +51,7 @@ async function handler(argv: StatusArgs): Promise<void> {
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   const s = await daemon.call<DaemonStatus>('GET', '/status');
   if (argv.json) {
-    process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+    process.stdout.write(jsonLine(s));
     return;
   }
   const errors = Object.entries(s.errors ?? {});

@@ -4,7 +4,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { CliError, daemonFor } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface UiArgs extends DataDirArgs, JsonArgs {}
 
@@ -19,7 +19,7 @@ async function handler(argv: UiArgs): Promise<void> {
   const daemon = await daemonFor(argv);
   const ui = daemon.info.ui;
   if (!ui) throw new CliError(`the mockcloud daemon for ${daemon.info.dataDir} (pid ${daemon.info.pid}) serves no fleet page (started with --ui-address none?)`);
-  process.stdout.write(argv.json ? `${JSON.stringify(ui, null, 2)}\n` : `${ui.url}\n`);
+  process.stdout.write(argv.json ? jsonLine(ui) : `${ui.url}\n`);
 }
 
 export const uiCommand: CommandModule<object, UiArgs> = {

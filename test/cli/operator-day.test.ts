@@ -167,13 +167,20 @@ describe("an operator's first day with two daemons", () => {
     const id = (JSON.parse(ev.stdout) as { id: string }).id;
     await runCli(['faults', 'add', '--task', 'machine_create', '--delay-ms', '5', ...dd(a)]);
     await runCli(['faults', 'add', '--task', 'machine_boot', '--delay-ms', '5', ...dd(a)]);
-    const [servers, events, faults, table, bare] = await runAll([
+    const [servers, events, faults, table, bare, status, ui] = await runAll([
       ['list-servers', '-j', ...dd(a)],
       ['events', '-j', ...dd(a)],
       ['faults', 'list', '-j', ...dd(a)],
       ['events', ...dd(a)],
       ['events', '-H', '-o', 'id,type', ...dd(a)],
+      ['status', '-j', ...dd(a)],
+      ['ui', '-j', ...dd(a)],
     ]);
+    // A command answering one object prints it on one line too, as node-triton's get commands do.
+    for (const one of [ev, status!, ui!]) {
+      expect(one.stdout.trimEnd().split('\n')).toHaveLength(1);
+      expect(jsonLines(one.stdout)).toHaveLength(1);
+    }
     expect(servers!.stdout.trimEnd().split('\n')).toHaveLength(1);
     expect(jsonLines(servers!.stdout)).toMatchObject([{ uuid: cnA }]);
     expect(jsonLines(events!.stdout)).toMatchObject([{ id, type: 'slow-heartbeat', servers: [cnA] }]);
