@@ -8,7 +8,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, promises as fsp } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,22 +16,11 @@ import { resolveConfig } from '../../src/daemon/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { until as waitFor } from '../cli/helpers/built-daemon.js';
+import { pinnablePorts } from '../common/helpers/ports.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 const PROMTOOL = '/usr/bin/promtool';
 const HEARTBEAT_MS = 500;
-
-/** A port the OS has just handed out on 127.0.0.1 (Prometheus takes no port 0 it would tell). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 interface QueryResult {
   metric: Record<string, string>;
@@ -89,7 +77,7 @@ describe('Debian prometheus scraping the daemon', () => {
     );
     // The port is the OS's choice; should another process take it in between, try another.
     for (let attempt = 0; attempt < 5 && !prom; attempt++) {
-      const port = await freePort();
+      const port = (await pinnablePorts(1))[0]!;
       const child = spawn(
         PROMETHEUS,
         [
