@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, until } from './helpers/built-daemon.js';
+import { startHeadnode, tempDir } from './helpers/processes.js';
 import { CLI_ENV, jsonLines, runCli, runCommand, type Run } from './helpers/run-cli.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -278,4 +279,21 @@ describe("an operator's first day with two daemons", () => {
     expect(await registryEntries()).toEqual([]);
     expect(existsSync(path.join(process.env.XDG_STATE_HOME!, 'mockcloud', 'last-daemon.json'))).toBe(false);
   });
+
+  it('mockcloud headnode says Ctrl-C stops it, and then says so in one line, exit 0', async () => {
+    const dir = await tempDir('mockcloud-day-headnode-');
+    const hn = await startHeadnode(dir);
+    try {
+      expect(hn.out().trimEnd().split('\n').pop()).toBe('Ctrl-C stops it.');
+      const printed = hn.out().length;
+      hn.child.kill('SIGINT');
+      expect(await exitOf(hn.child)).toBe(0);
+      expect(hn.out().slice(printed).trimEnd().split('\n')).toEqual([
+        `mockcloud dev headnode stopped (pid ${hn.child.pid}); its state is in ${dir}, the next start loads it`,
+      ]);
+    } finally {
+      await hn.stop();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
