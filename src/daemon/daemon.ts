@@ -307,6 +307,7 @@ export class Daemon {
         profiles: this.profiles,
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
         stopped: () => this.state === 'stopping' || this.state === 'stopped',
+        daemonId: () => this.daemonId,
       });
 
       this.rates = new RateWindow(() => ({
@@ -760,6 +761,8 @@ export class Daemon {
       servers: fleet?.size ?? 0,
       /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
       deletingServers: this.factory?.deletingServers ?? [],
+      /** Triton objects a removal found were not its CN's and left alone, by kind (never delete what you did not check). */
+      leftAlone: this.factory?.leftAlone ?? {},
       /** The dev DC's headnode server among them, when this daemon hosts it. */
       headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
