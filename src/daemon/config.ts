@@ -111,6 +111,10 @@ export interface DaemonConfig {
   maxQueuedTasks?: number;
   /** Open connections across all CN sockets; absent: the default. */
   maxConnections?: number;
+  /** Open connections to one CN's socket; absent: a quarter of maxConnections. */
+  maxConnectionsPerServer?: number;
+  /** Open connections to the control API; absent: the default (1024). */
+  maxControlConnections?: number;
   /**
    * The seed of every random draw a creation makes (CN uuids, hostnames, serials, MACs, disk
    * names, profiles from a mix) and, for the events engine, event targets and fault decisions;
@@ -207,7 +211,21 @@ export const SETTINGS = [
     key: 'maxConnections',
     flag: 'max-connections',
     env: 'MOCKCLOUD_MAX_CONNECTIONS',
-    help: "open connections across all CNs' cn-agent sockets (default 6144); beyond it new ones are closed",
+    help:
+      "open connections across all CNs' cn-agent sockets (default 6144); at the cap the oldest idle ones (no full request yet) " +
+      'are closed to make room, and a sixteenth of it is kept for requests',
+  },
+  {
+    key: 'maxConnectionsPerServer',
+    flag: 'max-connections-per-server',
+    env: 'MOCKCLOUD_MAX_CONNECTIONS_PER_SERVER',
+    help: "open connections to one CN's cn-agent socket (default a quarter of --max-connections); beyond it that CN's oldest idle ones are closed",
+  },
+  {
+    key: 'maxControlConnections',
+    flag: 'max-control-connections',
+    env: 'MOCKCLOUD_MAX_CONTROL_CONNECTIONS',
+    help: 'open connections to the control API (default 1024; a sixteenth kept for requests such as the CLI\'s); at the cap the oldest idle ones are closed',
   },
   {
     key: 'allowExecute',
@@ -401,7 +419,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
   const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
   if (metricsAddress !== undefined) config.metricsAddress = parseListenAddressSetting('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
-  for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
+  for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections', 'maxConnectionsPerServer', 'maxControlConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
   }

@@ -92,6 +92,8 @@ export class ControlApi {
     private readonly handlers: ControlHandlers,
     private readonly log: Logger,
     private readonly port = 0,
+    /** Open connections at most (1024 by default; a sixteenth kept for requests, such as the CLI's). */
+    private readonly maxConnections?: number,
   ) {}
 
   get address(): { ip: string; port: number; url: string } {
@@ -101,7 +103,13 @@ export class ControlApi {
 
   async start(): Promise<void> {
     // A server UUID of any length is a 409, not a path no route matches.
-    const server = createServer({ name: 'mockcloud-control', log: this.log, parseBody: false, maxParamLength: 8 * 1024 });
+    const server = createServer({
+      name: 'mockcloud-control',
+      log: this.log,
+      parseBody: false,
+      maxParamLength: 8 * 1024,
+      ...(this.maxConnections !== undefined ? { connectionLimits: { maxConnections: this.maxConnections } } : {}),
+    });
     server.pre((req, res, next) => {
       res.setHeader('cache-control', 'no-store');
       admit(req).then(

@@ -321,7 +321,7 @@ export class Daemon {
       await this.startMetricsListener();
 
       const handlers = this.controlHandlers();
-      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), config.controlPort);
+      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), config.controlPort, config.maxControlConnections);
       await this.control.start().catch((err: unknown) => {
         throw new MockcloudError(
           'InvalidArgument',

@@ -36,7 +36,10 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       ...(config.maxTasksPerServer !== undefined ? { maxPerCn: config.maxTasksPerServer } : {}),
       ...(config.maxQueuedTasks !== undefined ? { maxQueued: config.maxQueuedTasks } : {}),
     },
-    ...(config.maxConnections !== undefined ? { connectionLimits: { maxConnections: config.maxConnections } } : {}),
+    connectionLimits: {
+      ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
+      ...(config.maxConnectionsPerServer !== undefined ? { maxPerGroup: config.maxConnectionsPerServer } : {}),
+    },
     ...(ctx.onTaskEnd ? { onTaskEnd: ctx.onTaskEnd } : {}),
     env: {
       log: log.child({ component: 'cn-agent-tasks' }),

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
 import type { Logger } from '../common/log.js';
 import type { Duplex } from 'node:stream';
-import { ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
+import { capMessage, ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -71,7 +71,10 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
   // race their reuse.
   server.server.keepAliveTimeout = 65_000;
-  const guard = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024, ...opts.connectionLimits });
+  const guard = new ConnectionGuard(
+    { idleTimeoutMs: 65_000, maxConnections: 1024, ...opts.connectionLimits },
+    { onCap: (report) => opts.log.warn({ connections: report, listener: opts.name }, capMessage(opts.name, report)) },
+  );
   guard.watch(server.server);
   guards.set(server, guard);
   return server;

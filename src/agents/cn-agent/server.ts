@@ -21,7 +21,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import restify from 'restify';
-import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-guard.js';
+import { capMessage, ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import { TurnPacer } from '../../common/turn-pacer.js';
 import type { Logger } from '../../common/log.js';
@@ -125,7 +125,12 @@ export class CnAgentServer {
       ...(opts.onTaskEnd ? { onTaskEnd: opts.onTaskEnd } : {}),
     });
     this.http = this.createRestifyServer();
-    this.connections = new ConnectionGuard(opts.connectionLimits);
+    const maxConnections = opts.connectionLimits?.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections;
+    // One CN's port takes at most a quarter of the slots: a flood on it sheds its own idle connections.
+    this.connections = new ConnectionGuard(
+      { maxPerGroup: Math.max(16, Math.floor(maxConnections / 4)), ...opts.connectionLimits },
+      { onCap: (report) => this.log.warn({ connections: report }, capMessage("the CNs' cn-agent sockets", report)) },
+    );
     this.admission = new TaskAdmission(opts.admissionLimits);
     const { maxQueued, maxInFlight } = this.admission.limits;
     if (this.connections.limits.maxConnections < maxQueued + maxInFlight) {
@@ -290,16 +295,26 @@ export class CnAgentServer {
    * timer could fire.
    */
   private onConnection(slot: CnSlot | undefined, sock: net.Socket): void {
-    if (!slot || !slot.open || this.accepted.length >= this.connections.limits.maxConnections) {
+    // Counted from the accept: at the cap the oldest idle connection (one waiting here
+    // included) makes room for it (connection-guard.ts).
+    if (!slot || !slot.open) {
       sock.destroy();
       return;
     }
+    if (!this.connections.admit(sock, slot.cn.uuid)) return;
     this.accepted.push({ slot, sock });
     if (this.accepted.length === 1) setImmediate(() => this.serveAccepted());
   }
 
   private serveAccepted(): void {
-    const batch = this.accepted.splice(0, CONNECTIONS_PER_TURN);
+    // Connections shed while they waited cost nothing: the slice counts live ones only.
+    let taken = 0;
+    let live = 0;
+    while (taken < this.accepted.length && live < CONNECTIONS_PER_TURN) {
+      if (!this.accepted[taken]!.sock.destroyed) live++;
+      taken++;
+    }
+    const batch = this.accepted.splice(0, taken);
     if (this.accepted.length > 0) setImmediate(() => this.serveAccepted());
     for (const { slot, sock } of batch) {
       if (!slot.open || sock.destroyed) {
