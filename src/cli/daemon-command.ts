@@ -17,6 +17,7 @@ import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
 import { CliError, UsageError } from './daemon-client.js';
+import { setFatalLog } from './fatal.js';
 import { recordLastDaemon } from './last-daemon.js';
 
 const require = createRequire(import.meta.url);
@@ -116,6 +117,8 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     ...(startConfig.logFile ? { path: startConfig.logFile } : {}),
     ...(startConfig.logLevel ? { level: startConfig.logLevel as 'info' } : {}),
   });
+  // An error nobody caught: its stack to this log, one line to the terminal (fatal.ts).
+  setFatalLog(startConfig.logFile);
   for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
   const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });

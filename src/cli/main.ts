@@ -16,6 +16,7 @@ import { MOCKCLOUD_VERSION } from '../daemon/version.js';
 import { addExternalsCommand } from './add-externals-command.js';
 import { createServersCommand } from './create-servers-command.js';
 import { CliError, UsageError } from './daemon-client.js';
+import { installFatalHandlers } from './fatal.js';
 import { daemonCommand } from './daemon-command.js';
 import { deleteServersCommand } from './delete-servers-command.js';
 import { ensureServersCommand } from './ensure-servers-command.js';
@@ -145,6 +146,7 @@ export function joinDashValues(args: string[]): string[] {
 
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnClosedOutput();
+  installFatalHandlers(describeFailure);
   const args = joinDashValues(hideBin(argv));
   try {
     await buildCli(args).parseAsync();

@@ -12,7 +12,8 @@
  * http://sapi.<dc>.<domain>, where an agent's install adopts its instance).
  * The data dir cannot come from the config file (the file lives in it), except through --config.
  */
-import { promises as fsp, existsSync } from 'node:fs';
+import { readSmallTextFile } from '../common/bounded-file.js';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -442,8 +443,9 @@ async function readConfigFile(file: string, required: false): Promise<Record<str
 async function readConfigFile(file: string, required: boolean): Promise<Record<string, unknown> | undefined> {
   let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
+    text = await readSmallTextFile(file, 'a config file');
   } catch (err) {
+    if (err instanceof MockcloudError) throw err;
     // No file there, or no data dir to hold one yet (the daemon says what is wrong with it).
     const code = (err as NodeJS.ErrnoException).code;
     if (!required && (code === 'ENOENT' || code === 'ENOTDIR')) return undefined;
