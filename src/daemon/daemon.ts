@@ -43,6 +43,7 @@ import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
+import { removeStaleServerTemps, removeStaleTempsAtStart } from './stale-temps.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
@@ -122,6 +123,8 @@ export class Daemon {
   private agentIps: LoopbackAgentIps | undefined;
   /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
   private resuming: Promise<void> | undefined;
+  /** Removing the temp files an earlier run left in the CNs' dirs (stale-temps.ts). */
+  private sweeping: Promise<void> | undefined;
   /** This data dir's daemon id (daemon-id.ts); known once started. */
   daemonId: string | undefined;
   /** The hardware profiles: the built-ins and the profile files' (read at start). */
@@ -198,6 +201,7 @@ export class Daemon {
       await this.preflight();
       await probeBindIp(config.bindIp);
       await prepareDataDir(config.dataDir);
+      await removeStaleTempsAtStart(config.dataDir, log);
       // Before anything starts: a bad profile file is the operator's to fix, named by file and line.
       this.profiles = new ProfileCatalogue(
         await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
@@ -339,6 +343,7 @@ export class Daemon {
       const loaded = await fleet.loadAll();
       // Removals an earlier run could not finish: in the background, the CNs are not waiting.
       this.resuming = this.factory.resumeRemovals(loaded.deleting);
+      this.sweeping = removeStaleServerTemps(config.dataDir, log).catch((err: unknown) => log.warn({ err }, 'cannot remove the temp files of an earlier run'));
       await this.ensureHeadnodeServer();
       await cmon?.settled();
       this.state = 'running';
@@ -378,6 +383,7 @@ export class Daemon {
     this.metrics?.stop();
     this.http.close();
     await step('interrupted removals', () => this.resuming);
+    await step('temp files of an earlier run', () => this.sweeping);
     await step('daemon.json', () => this.daemonJson?.remove());
     await step('embedded headnode', () => this.headnodeInstance?.stop());
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);

@@ -176,8 +176,21 @@ export function query(req: Req): Record<string, unknown> {
 
 export function sendError(res: Res, err: unknown, log: Logger): void {
   const e = toMockcloudError(err);
-  if (e.statusCode >= 500) log.error({ err }, 'request failed');
-  if (!res.headersSent) res.send(e.statusCode, e.toBody());
+  if (clientWentAway(res, err)) {
+    // Not the service's failure: nobody is left to answer (an upload dropped half-way).
+    log.warn({ err: e.message, method: res.req?.method, path: res.req?.url }, 'the client went away before its request was done');
+  } else if (e.statusCode >= 500) {
+    log.error({ err }, 'request failed');
+  }
+  if (!res.headersSent && !res.destroyed) res.send(e.statusCode, e.toBody());
+}
+
+/** The request failed because its client closed the connection (reset, or closed mid-body). */
+function clientWentAway(res: Res, err: unknown): boolean {
+  const req = res.req as (http.IncomingMessage & { readableAborted?: boolean }) | undefined;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const aborted = req?.readableAborted === true || req?.aborted === true;
+  return aborted && (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error | undefined)?.message === 'aborted' || res.destroyed);
 }
 
 /** A handler as restify middleware: replies are sent here, thrown errors become bodies. */
