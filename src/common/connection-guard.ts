@@ -9,6 +9,8 @@
  * into one http.Server with `emit('connection')`. So the guard tracks each connection's phase
  * itself and one sweep per guard (not a timer per connection) closes those past their deadline:
  *
+ *   silent   connected, nothing sent yet (where the owner tells: cn-agent hands a connection to
+ *            HTTP only once it sends something); its headers are due within `headersTimeoutMs`;
  *   idle     connected, no full request yet: its headers are due within `headersTimeoutMs`
  *            of the connection, its body within `bodyTimeoutMs` of the headers;
  *   kept     answered and kept alive: the next request's headers are due within `idleTimeoutMs`;
@@ -16,14 +18,14 @@
  *            connection was upgraded to a websocket: no deadline, never shed.
  *
  * At a cap a new connection is not refused while an idle or kept one can make room: the
- * oldest idle connection is shed first (a client that has not sent a full request), then the
- * oldest kept-alive one. Only when every open connection is busy is the newcomer closed. So a
+ * oldest silent connection is shed first, then the oldest idle one (a client that has not sent
+ * a full request), then the oldest kept-alive one. Only when every open connection is busy is the newcomer closed. So a
  * flood of idle sockets, however often it reconnects, sheds itself: a prompt client's
  * connection is the newest, and its request is in before the flood reaches it.
  *
  *   maxConnections  open connections across every server the guard watches;
- *   reserve         slots idle connections can never take (a sixteenth of the cap unless
- *                   given): at `maxConnections - reserve` idle
+ *   reserve         slots idle connections can never take (a sixteenth of the cap, at most
+ *                   512, unless given): at `maxConnections - reserve` idle
  *                   ones, a new connection sheds the oldest idle one, so requests (the CLI's,
  *                   CNAPI's) always find room beside the flood;
  *   maxPerGroup     connections of one group (a CN's port) at most: a flood on one CN's port
@@ -67,28 +69,81 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 /** A WARN about a cap at most this often. */
 export const CAP_WARN_INTERVAL_MS = 60_000;
 
-type Phase = 'idle' | 'kept' | 'busy';
+type Phase = 'silent' | 'idle' | 'kept' | 'busy';
 
 interface Tracked {
+  sock: net.Socket;
   phase: Phase;
   deadline: number;
   /** The request whose body is due, while idle after its headers (its `complete` ends the phase). */
   req?: http.IncomingMessage | undefined;
   group: Group | undefined;
+  /** Its place in its phase's list, and in its group's. */
+  link: Link;
+  groupLink: Link;
+}
+
+/** A place in a Fifo: removing a connection from the middle costs nothing (a flood sheds thousands a second). */
+class Link {
+  prev: Link | undefined;
+  next: Link | undefined;
+  list: Fifo | undefined;
+  constructor(readonly t: Tracked) {}
+}
+
+/** Connections of one phase, oldest first. */
+class Fifo {
+  private head: Link | undefined;
+  private tail: Link | undefined;
+  size = 0;
+
+  push(l: Link): void {
+    l.list = this;
+    l.prev = this.tail;
+    l.next = undefined;
+    if (this.tail) this.tail.next = l;
+    else this.head = l;
+    this.tail = l;
+    this.size++;
+  }
+
+  remove(l: Link): void {
+    if (l.list !== this) return;
+    if (l.prev) l.prev.next = l.next;
+    else this.head = l.next;
+    if (l.next) l.next.prev = l.prev;
+    else this.tail = l.prev;
+    l.prev = l.next = l.list = undefined;
+    this.size--;
+  }
+
+  /** Oldest first; the current one may be removed while iterating. */
+  *[Symbol.iterator](): IterableIterator<Tracked> {
+    for (let l = this.head; l; ) {
+      const next = l.next;
+      yield l.t;
+      l = next;
+    }
+  }
 }
 
 interface Group {
   key: string;
   count: number;
-  /** Its idle and kept connections, oldest first. */
-  idle: Map<net.Socket, Tracked>;
-  kept: Map<net.Socket, Tracked>;
+  /** Its silent, idle and kept connections, each oldest first. */
+  silent: Fifo;
+  idle: Fifo;
+  kept: Fifo;
 }
 
 export interface ConnectionGuardStats {
   open: number;
-  /** Open now without a full request (idle), answered and kept alive (kept), with a request (busy). */
+  /**
+   * Open now: without a full request (idle; of them, `silent` sent nothing yet), answered and
+   * kept alive (kept), with a request (busy).
+   */
   idle: number;
+  silent: number;
   kept: number;
   busy: number;
   /** Closed because a deadline passed, by phase. */
@@ -122,11 +177,13 @@ export interface ConnectionGuardOptions {
 }
 
 export class ConnectionGuard {
+  /** The limits in force (the cap may be moved by setMaxConnections). */
   readonly limits: ConnectionLimits;
   private readonly sockets = new Map<net.Socket, Tracked>();
-  /** Idle and kept connections, each oldest first (Map keeps insertion order). */
-  private readonly idle = new Map<net.Socket, Tracked>();
-  private readonly kept = new Map<net.Socket, Tracked>();
+  /** Silent, idle and kept connections, each oldest first. */
+  private readonly silent = new Fifo();
+  private readonly idle = new Fifo();
+  private readonly kept = new Fifo();
   private readonly groups = new Map<string, Group>();
   private readonly counters = { timedOutWaiting: 0, timedOutBody: 0, refused: 0, shedIdle: 0, shedKept: 0 };
   private readonly sinceWarn = { shedIdle: 0, shedKept: 0, refused: 0, groups: new Set<string>() };
@@ -136,12 +193,16 @@ export class ConnectionGuard {
   /** How often the sweep runs: a quarter of the shortest deadline, at most once a second. */
   private readonly sweepMs: number;
 
+  /** Whether the reserve follows the cap (not given), for setMaxConnections. */
+  private readonly derivedReserve: boolean;
+
   constructor(
     limits: Partial<ConnectionLimits> = {},
     private readonly opts: ConnectionGuardOptions = {},
   ) {
     const l = { ...DEFAULT_CONNECTION_LIMITS, ...limits };
-    if (limits.reserve === undefined) l.reserve = Math.floor(l.maxConnections / 16);
+    this.derivedReserve = limits.reserve === undefined;
+    if (this.derivedReserve) l.reserve = derivedReserve(l.maxConnections);
     // A reserve larger than the cap would leave no room for a connection to arrive in.
     l.reserve = Math.max(0, Math.min(l.reserve, l.maxConnections - 1));
     this.limits = l;
@@ -181,12 +242,27 @@ export class ConnectionGuard {
     return this.sockets.size;
   }
 
+  /**
+   * A new cap (the owner sizes it to the descriptors it can spare, which change as its
+   * listening sockets come and go). Connections over a lowered cap are shed at once, oldest
+   * idle first, as far as idle and kept-alive ones go.
+   */
+  setMaxConnections(n: number, maxPerGroup?: number): void {
+    const l = this.limits;
+    l.maxConnections = Math.max(1, Math.floor(n));
+    if (this.derivedReserve) l.reserve = derivedReserve(l.maxConnections);
+    l.reserve = Math.max(0, Math.min(l.reserve, l.maxConnections - 1));
+    if (maxPerGroup !== undefined) l.maxPerGroup = maxPerGroup;
+    while (this.sockets.size > l.maxConnections && this.shedOne([this.silent, this.idle, this.kept]));
+  }
+
   stats(): ConnectionGuardStats {
     return {
       open: this.sockets.size,
-      idle: this.idle.size,
+      idle: this.idle.size + this.silent.size,
+      silent: this.silent.size,
       kept: this.kept.size,
-      busy: this.sockets.size - this.idle.size - this.kept.size,
+      busy: this.sockets.size - this.idle.size - this.silent.size - this.kept.size,
       timedOut: { waiting: this.counters.timedOutWaiting, body: this.counters.timedOutBody },
       shed: { idle: this.counters.shedIdle, kept: this.counters.shedKept },
       refused: this.counters.refused,
@@ -205,54 +281,73 @@ export class ConnectionGuard {
    * Take a new connection (of `group`, e.g. the CN whose port accepted it), making room at a
    * cap by shedding older idle ones. False (and the socket destroyed) when every slot is busy.
    */
-  admit(sock: net.Socket, group?: string): boolean {
+  admit(sock: net.Socket, group?: string, opts: { silent?: boolean } = {}): boolean {
     const l = this.limits;
     let g: Group | undefined;
     if (group !== undefined && l.maxPerGroup > 0) {
       g = this.groups.get(group);
-      if (!g) this.groups.set(group, (g = { key: group, count: 0, idle: new Map(), kept: new Map() }));
+      if (!g) this.groups.set(group, (g = { key: group, count: 0, silent: new Fifo(), idle: new Fifo(), kept: new Fifo() }));
       if (g.count >= l.maxPerGroup) {
         this.sinceWarn.groups.add(group);
-        if (!this.shedOne(g.idle, g.kept)) return this.refuse(sock, g);
+        if (!this.shedOne([g.silent, g.idle, g.kept])) return this.refuse(sock, g);
       }
     }
-    if (this.idle.size >= l.maxConnections - l.reserve) {
-      if (!this.shedOne(this.idle, undefined) && this.sockets.size >= l.maxConnections) return this.refuse(sock, g);
+    if (this.idle.size + this.silent.size >= l.maxConnections - l.reserve) {
+      if (!this.shedOne([this.silent, this.idle]) && this.sockets.size >= l.maxConnections) return this.refuse(sock, g);
     }
-    if (this.sockets.size >= l.maxConnections && !this.shedOne(this.idle, this.kept)) return this.refuse(sock, g);
-    const t: Tracked = { phase: 'idle', deadline: Date.now() + l.headersTimeoutMs, group: g };
+    if (this.sockets.size >= l.maxConnections && !this.shedOne([this.silent, this.idle, this.kept])) return this.refuse(sock, g);
+    const phase: Phase = opts.silent ? 'silent' : 'idle';
+    const t = { sock, phase, deadline: Date.now() + l.headersTimeoutMs, group: g } as Tracked;
+    t.link = new Link(t);
+    t.groupLink = new Link(t);
     this.sockets.set(sock, t);
-    this.idle.set(sock, t);
+    this.listOf(phase)!.push(t.link);
     if (g) {
       g.count++;
-      g.idle.set(sock, t);
+      this.groupListOf(g, phase)!.push(t.groupLink);
     }
     sock.once('close', () => this.forget(sock));
     return true;
   }
 
+  /** A silent connection sent its first bytes: idle from now on (its deadline stays). */
+  spoke(sock: net.Socket): void {
+    const t = this.sockets.get(sock);
+    if (!t || t.phase !== 'silent') return;
+    const deadline = t.deadline;
+    this.enter(sock, 'idle', 0);
+    t.deadline = deadline;
+  }
+
   /** Close what is past its deadline, and report a cap reached (exposed for tests; the sweep calls it). */
   sweep(now: number): void {
-    for (const map of [this.idle, this.kept]) {
-      for (const [sock, t] of map) {
+    for (const list of [this.silent, this.idle, this.kept]) {
+      // Silent and kept connections are listed in the order of their deadlines: the first one
+      // not due ends the walk. Idle ones (a body's deadline moves) are few: all are looked at.
+      const ordered = list !== this.idle;
+      for (const t of list) {
         if (t.req?.complete) {
-          this.enter(sock, 'busy', 0);
+          this.enter(t.sock, 'busy', 0);
           continue;
         }
-        if (now < t.deadline) continue;
+        if (now < t.deadline) {
+          if (ordered) break;
+          continue;
+        }
         if (t.phase === 'kept' || !t.req) this.counters.timedOutWaiting++;
         else this.counters.timedOutBody++;
-        this.forget(sock);
-        sock.destroy();
+        this.forget(t.sock);
+        t.sock.destroy();
       }
     }
     this.maybeWarn(now);
   }
 
-  /** Shed the oldest connection of `first`, else of `then`; false when there is none to shed. */
-  private shedOne(first: Map<net.Socket, Tracked>, then: Map<net.Socket, Tracked> | undefined): boolean {
-    for (const map of then ? [first, then] : [first]) {
-      for (const [sock, t] of map) {
+  /** Shed the oldest connection of the first of `lists` that has one; false when none has. */
+  private shedOne(lists: readonly Fifo[]): boolean {
+    for (const list of lists) {
+      for (const t of list) {
+        const sock = t.sock;
         // Its request is in after all: it is busy, not idle (marked now, then the next one).
         if (t.req?.complete) {
           this.enter(sock, 'busy', 0);
@@ -291,9 +386,9 @@ export class ConnectionGuard {
     const l = this.limits;
     this.opts.onCap?.({
       open: this.sockets.size,
-      idle: this.idle.size,
+      idle: this.idle.size + this.silent.size,
       kept: this.kept.size,
-      busy: this.sockets.size - this.idle.size - this.kept.size,
+      busy: this.sockets.size - this.idle.size - this.silent.size - this.kept.size,
       maxConnections: l.maxConnections,
       reserve: l.reserve,
       maxPerGroup: l.maxPerGroup,
@@ -310,12 +405,10 @@ export class ConnectionGuard {
     const t = this.sockets.get(sock);
     if (!t) return;
     this.sockets.delete(sock);
-    this.idle.delete(sock);
-    this.kept.delete(sock);
+    t.link.list?.remove(t.link);
     const g = t.group;
     if (g) {
-      g.idle.delete(sock);
-      g.kept.delete(sock);
+      t.groupLink.list?.remove(t.groupLink);
       if (--g.count === 0) this.groups.delete(g.key);
     }
   }
@@ -330,22 +423,27 @@ export class ConnectionGuard {
     const g = t.group;
     if (was !== phase) {
       // Leaving a phase; entering one puts it last (the newest) of its kind.
-      if (was === 'idle') {
-        this.idle.delete(sock);
-        g?.idle.delete(sock);
-      } else if (was === 'kept') {
-        this.kept.delete(sock);
-        g?.kept.delete(sock);
-      }
-      if (phase === 'idle') {
-        this.idle.set(sock, t);
-        g?.idle.set(sock, t);
-      } else if (phase === 'kept') {
-        this.kept.set(sock, t);
-        g?.kept.set(sock, t);
+      t.link.list?.remove(t.link);
+      this.listOf(phase)?.push(t.link);
+      if (g) {
+        t.groupLink.list?.remove(t.groupLink);
+        this.groupListOf(g, phase)?.push(t.groupLink);
       }
     }
   }
+
+  private listOf(phase: Phase): Fifo | undefined {
+    return phase === 'silent' ? this.silent : phase === 'idle' ? this.idle : phase === 'kept' ? this.kept : undefined;
+  }
+
+  private groupListOf(g: Group, phase: Phase): Fifo | undefined {
+    return phase === 'silent' ? g.silent : phase === 'idle' ? g.idle : phase === 'kept' ? g.kept : undefined;
+  }
+}
+
+/** A sixteenth of the cap, at most 512: room for requests, not for a flood. */
+function derivedReserve(maxConnections: number): number {
+  return Math.min(512, Math.floor(maxConnections / 16));
 }
 
 /** The WARN line of a cap reached on `listener`. */

@@ -213,8 +213,8 @@ export const SETTINGS = [
     flag: 'max-connections',
     env: 'MOCKCLOUD_MAX_CONNECTIONS',
     help:
-      "open connections across all CNs' cn-agent sockets (default 6144); at the cap the oldest idle ones (no full request yet) " +
-      'are closed to make room, and a sixteenth of it is kept for requests',
+      "open connections across all CNs' cn-agent sockets (default 6144, or more where `ulimit -n` leaves room: the limit less " +
+      'one per CN and 4096); at the cap the oldest idle ones (no full request yet) are closed to make room, and a sixteenth of it is kept for requests',
   },
   {
     key: 'maxConnectionsPerServer',

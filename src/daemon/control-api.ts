@@ -34,7 +34,8 @@
  * empty segments dropped (`/servers/` is `/servers`); a 404 or 405 names the method and the
  * path; a bad server UUID is a 409 whatever the method.
  */
-import type { AddressInfo } from 'node:net';
+import { promises as fsp } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
@@ -44,6 +45,10 @@ import { body, closeServer, createServer, listen, route, sendError, type Req, ty
 
 export const CONTROL_IP = '127.0.0.1';
 const MAX_BODY_BYTES = 64 * 1024;
+/** The CLI's own way in: `<data-dir>/control.sock`, owner only (see ControlApi.start). */
+export const CONTROL_SOCKET = 'control.sock';
+/** A Unix socket path is at most 107 bytes (sun_path); a longer data dir goes without one. */
+const MAX_SOCKET_PATH = 100;
 
 export interface ControlResponse {
   status?: number;
@@ -84,21 +89,29 @@ type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promi
 /** Every method restify routes: each path answers all of them, so the 405 is ours. */
 export const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
 
+export interface ControlApiOptions {
+  port?: number;
+  /** Open connections at most (1024 by default; a sixteenth kept for requests, such as the CLI's). */
+  maxConnections?: number;
+  /** Where the CLI's own socket goes (`<data-dir>/control.sock`); none when absent or too long. */
+  socketPath?: string;
+}
+
 export class ControlApi {
   private server: RestifyServer | undefined;
   private addr: AddressInfo | undefined;
+  private unix: net.Server | undefined;
+  private socketPath: string | undefined;
 
   constructor(
     private readonly handlers: ControlHandlers,
     private readonly log: Logger,
-    private readonly port = 0,
-    /** Open connections at most (1024 by default; a sixteenth kept for requests, such as the CLI's). */
-    private readonly maxConnections?: number,
+    private readonly opts: ControlApiOptions = {},
   ) {}
 
-  get address(): { ip: string; port: number; url: string } {
+  get address(): { ip: string; port: number; url: string; socket?: string } {
     if (!this.addr) throw new Error('control API not started');
-    return { ip: CONTROL_IP, port: this.addr.port, url: `http://${CONTROL_IP}:${this.addr.port}` };
+    return { ip: CONTROL_IP, port: this.addr.port, url: `http://${CONTROL_IP}:${this.addr.port}`, ...(this.socketPath ? { socket: this.socketPath } : {}) };
   }
 
   async start(): Promise<void> {
@@ -108,7 +121,7 @@ export class ControlApi {
       log: this.log,
       parseBody: false,
       maxParamLength: 8 * 1024,
-      ...(this.maxConnections !== undefined ? { connectionLimits: { maxConnections: this.maxConnections } } : {}),
+      ...(this.opts.maxConnections !== undefined ? { connectionLimits: { maxConnections: this.opts.maxConnections } } : {}),
     });
     server.pre((req, res, next) => {
       res.setHeader('cache-control', 'no-store');
@@ -122,15 +135,51 @@ export class ControlApi {
     });
     answerUnrouted(server, this.log);
     this.mount(server);
-    await listen(server, CONTROL_IP, this.port);
+    await listen(server, CONTROL_IP, this.opts.port ?? 0);
     this.server = server;
     this.addr = server.server.address() as AddressInfo;
+    await this.listenUnix(server);
+  }
+
+  /**
+   * The reserve of the CLI's own requests: the same API on a Unix socket in the data dir that
+   * only the daemon's user may open (0600). A flood of the TCP port (any local process, or
+   * whoever reaches it) fills that port's accept queue and slots; the CLI's requests take this
+   * way in and are not queued behind it. Where it cannot be made, the CLI uses the TCP port.
+   */
+  private async listenUnix(server: RestifyServer): Promise<void> {
+    const file = this.opts.socketPath;
+    if (!file || Buffer.byteLength(file) > MAX_SOCKET_PATH) return;
+    // A socket file an earlier run left (a live daemon on this data dir was refused before).
+    await fsp.rm(file, { force: true });
+    const unix = net.createServer((sock) => server.server.emit('connection', sock));
+    const umask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        unix.once('error', reject);
+        unix.listen(file, () => {
+          unix.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      this.log.warn({ err, socket: file }, 'cannot listen on the control socket; the CLI uses the TCP port');
+      return;
+    } finally {
+      process.umask(umask);
+    }
+    this.unix = unix;
+    this.socketPath = file;
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    const unix = this.unix;
+    this.unix = undefined;
+    if (unix) await new Promise<void>((resolve) => unix.close(() => resolve()));
+    if (this.socketPath) await fsp.rm(this.socketPath, { force: true });
     await closeServer(server);
   }
 

@@ -21,7 +21,8 @@ export interface DaemonJson {
   /** 'starting' while the data dir is being loaded, then 'running'. */
   state: 'starting' | 'running';
   dataDir: string;
-  control: { ip: string; port: number; url: string };
+  /** The control API; `socket`: the CLI's own way in (a Unix socket, owner only), when there is one. */
+  control: { ip: string; port: number; url: string; socket?: string };
   /** The live fleet web page (src/ui; `mockcloud ui`); absent with --ui-address none. */
   ui?: { ip: string; port: number; url: string };
   urls: ServiceUrls;

@@ -26,7 +26,7 @@ import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import { settingHint, type DaemonConfig } from './config.js';
-import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
+import { CONTROL_SOCKET, ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
 import { DaemonJsonWriter, daemonJsonPath, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
 import { defaultPlugins } from './default-plugins.js';
@@ -166,7 +166,7 @@ export class Daemon {
     return this.ui?.address;
   }
 
-  get controlAddress(): { ip: string; port: number; url: string } {
+  get controlAddress(): { ip: string; port: number; url: string; socket?: string } {
     if (!this.control) throw new Error('daemon not started');
     return this.control.address;
   }
@@ -325,7 +325,11 @@ export class Daemon {
       await this.startMetricsListener();
 
       const handlers = this.controlHandlers();
-      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), config.controlPort, config.maxControlConnections);
+      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), {
+        port: config.controlPort,
+        socketPath: path.join(config.dataDir, CONTROL_SOCKET),
+        ...(config.maxControlConnections !== undefined ? { maxConnections: config.maxControlConnections } : {}),
+      });
       await this.control.start().catch((err: unknown) => {
         throw new MockcloudError(
           'InvalidArgument',

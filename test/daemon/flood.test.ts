@@ -17,6 +17,7 @@ import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { waitFor } from './helpers/fakes.js';
 import { RecordingTriton } from './helpers/recording-triton.js';
+import { runCli } from '../cli/helpers/run-cli.js';
 
 type Obj = Record<string, any>;
 
@@ -116,6 +117,10 @@ describe('daemon under an idle-connection flood', () => {
         failures.push(...answers.filter((a) => !/: 200$/.test(a)));
       }
       expect(failures).toEqual([]);
+      // The CLI takes its own way in (the control socket, owner only), not the flooded port.
+      const cli = await runCli(['status', '--data-dir', dataDir], { timeoutMs: 30_000 });
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(((await fsp.stat(path.join(dataDir, 'control.sock'))).mode & 0o777).toString(8)).toBe('600');
       // Heartbeats still reach CNAPI during the flood.
       await waitFor(() => triton.find('POST', /\/events\/heartbeat$/).length > beats + 3, 10_000, 'heartbeats during the flood');
     } finally {
