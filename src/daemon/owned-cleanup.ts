@@ -142,19 +142,25 @@ export class OwnedCleanup {
     }
   }
 
-  /** Delete the CN's CNAPI record if it is this mock CN's; a record that is not is left alone. */
-  async deleteServerRecord(uuid: string): Promise<void> {
-    const cnapi = this.o.urls.cnapi!;
-    const got = await this.o.http.request({ method: 'GET', url: `${cnapi}/servers/${uuid}` });
-    if (got.statusCode === 404) return;
+  /**
+   * Whether CNAPI's record of `uuid` is this daemon's mock CN: 'ours', 'absent' (a 404), or why
+   * not (then counted as left alone, and logged). Rejects on CNAPI failures.
+   */
+  async checkServerRecord(uuid: string, action: string): Promise<'ours' | 'absent' | string> {
+    const got = await this.o.http.request({ method: 'GET', url: `${this.o.urls.cnapi!}/servers/${uuid}` });
+    if (got.statusCode === 404) return 'absent';
     if (got.statusCode >= 300) throw answerError('CNAPI', `GET /servers/${uuid}`, got);
     const why = cnapiServerNotOurs(got.body, uuid, this.o.daemonId());
-    if (why) {
-      this.leftAlone.note('cnapi-server');
-      this.o.log.warn({ server: uuid }, `CNAPI's server ${uuid} is not this daemon's mock CN (${why}): left alone`);
-      return;
-    }
-    const res = await this.o.http.request({ method: 'DELETE', url: `${cnapi}/servers/${uuid}` });
+    if (!why) return 'ours';
+    this.leftAlone.note('cnapi-server');
+    this.o.log.warn({ server: uuid }, `CNAPI's server ${uuid} is not this daemon's mock CN (${why}): ${action} left alone`);
+    return why;
+  }
+
+  /** Delete the CN's CNAPI record if it is this mock CN's; a record that is not is left alone. */
+  async deleteServerRecord(uuid: string): Promise<void> {
+    if ((await this.checkServerRecord(uuid, 'its record')) !== 'ours') return;
+    const res = await this.o.http.request({ method: 'DELETE', url: `${this.o.urls.cnapi!}/servers/${uuid}` });
     if (res.statusCode >= 300 && res.statusCode !== 404) throw answerError('CNAPI', `DELETE /servers/${uuid}`, res);
   }
 

@@ -408,6 +408,13 @@ export class ServerFactory {
     const refused = new Set<unknown>();
     await retryWithBackoff(
       async () => {
+        // Only this daemon's mock CN's record is changed (src/common/ownership.ts).
+        const record = await this.owned.checkServerRecord(uuid, 'its placement');
+        if (record !== 'ours') {
+          const err = new MockcloudError('PreconditionFailed', record === 'absent' ? `CNAPI has no server ${uuid}` : `CNAPI's server ${uuid} is not this daemon's mock CN (${record}); its placement is left alone`);
+          refused.add(err);
+          throw err;
+        }
         const res = await this.o.http.request({ method: 'POST', url: `${this.cnapi}/servers/${uuid}`, body });
         if (res.statusCode < 300) return;
         const err = httpError('CNAPI', `POST /servers/${uuid}`, res);

@@ -301,8 +301,13 @@ class Loader {
       return 'skipped';
     }
     const found = await this.exists(`${imgapi}/images/${String(m.uuid)}`);
-    // Imported by an earlier load that was cut off before its file and activation: finished here.
+    // Imported by an earlier load that was cut off before its file and activation: finished here,
+    // if it is that image (its owner, name and version); an upload of someone else's is left alone.
     const unfinished = found?.state === 'unactivated' && String(m.state ?? 'active') !== 'unactivated';
+    if (unfinished && (found.owner !== m.owner || found.name !== m.name || found.version !== m.version)) {
+      this.note("images whose uuid the loading DC gives another, unactivated image (left alone)", String(m.uuid));
+      return 'skipped';
+    }
     if (found && !unfinished) return 'existing';
     if (!found && typeof m.origin === 'string' && !(await this.exists(`${imgapi}/images/${m.origin}`))) {
       // Its origin may come later in the capture: tried again once every image was read.

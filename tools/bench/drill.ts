@@ -26,15 +26,16 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { cleanUpNow, onInterrupt } from './cleanup.js';
 import { DaemonProcess, sleep } from './daemon-process.js';
-import { CLI_MAIN, PROJECT_ROOT } from './paths.js';
+import { CLI_MAIN } from './paths.js';
+import { DEFAULT_DRILL_JSON } from './drill-report.js';
 import { readRssBytes } from './proc-stats.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { round, summarize, type LatencySummary } from './stats.js';
 import { closeTaskAgent, postTask, runBurst, type TaskTarget } from './task-load.js';
+import type { DrillReport, FloodFigures } from './drill-report.js';
 
-export const DEFAULT_DRILL_JSON = path.join(PROJECT_ROOT, 'tools', 'bench', 'results', 'drill.json');
 
-interface DrillOptions {
+export interface DrillOptions {
   cns: number;
   floodCn: number;
   floodControl: number;
@@ -46,59 +47,6 @@ interface DrillOptions {
   only: ('flood' | 'churn')[];
   json: string;
   cpuProf?: string;
-}
-
-export interface FloodFigures {
-  cns: number;
-  socketsAsked: { cn: number; control: number };
-  /** The most flood sockets this process held open at once. */
-  socketsHeldMax: number;
-  /** Flood sockets the daemon closed (and this process opened again). */
-  closedByDaemon: number;
-  seconds: number;
-  tasks: LatencySummary & { failed: number; failures: string[] };
-  /** `GET /status` on the flooded TCP port (a script's way in) and on the control socket (the CLI's). */
-  status: LatencySummary & { failed: number; failures: string[] };
-  cliStatus: LatencySummary & { failed: number; failures: string[] };
-  worstHeartbeatGapMs: number;
-  silentCns: number;
-  /** The daemon's connection counts after the flood (cn-agent's guard). */
-  cnAgentConnections: unknown;
-  capWarnings: number;
-  daemonRssBytes: number;
-}
-
-export interface BurstFigures {
-  tasks: number;
-  answered: number;
-  refused: number;
-  failed: number;
-  p99Ms: number;
-  worstHeartbeatGapMs: number;
-}
-
-export interface ChurnFigures {
-  rounds: number;
-  count: number;
-  other: number;
-  seconds: number;
-  /** Exit codes of the two loops' ensure-servers runs (1: the other loop moved the count meanwhile). */
-  exitCodes: number[];
-  cnsAfter: number;
-  napiNicsWithoutCn: number;
-  sapiInstancesWithoutCn: number;
-  examples: string[];
-}
-
-export interface DrillReport {
-  version: 1;
-  startedAt: string;
-  finishedAt: string;
-  host: { cpus: number; node: string; fdLimit: string };
-  options: Omit<DrillOptions, 'json' | 'cpuProf'>;
-  flood?: FloodFigures;
-  burst?: BurstFigures;
-  churn?: ChurnFigures;
 }
 
 const say = (msg: string): void => void process.stderr.write(`drill: ${msg}\n`);
