@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios / mirror → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios / mirror → daemon → ui, metrics → events → agents, boot → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -42,13 +42,14 @@ const ALLOWED: Record<string, readonly string[]> = {
   runtime: ['common', 'mockcn'],
   headnode: ['common', 'vmadm', 'mockcn'],
   agents: ['common', 'vmadm', 'mockcn', 'runtime'],
-  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
-  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'events'],
-  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror'],
+  boot: ['common', 'vmadm', 'mockcn', 'runtime'],
+  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot'],
+  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'events'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror'],
 };
 
 describe('source layering', () => {

@@ -6,12 +6,13 @@
  * serialised against, and `run`, which gets a `TaskContext` and returns the finish value.
  * Failing the way a real task's `fatal()` does is `throw new TaskError(message, details)`.
  */
+import type { RemoteVm, RuleData } from '../firewaller/rules.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
-import type { ZfsStore } from './tasks/zfs-state.js';
+import type { ZfsStore } from './zfs/state.js';
 import type { StreamListeners } from './stream-listeners.js';
-import type { ContainerFiles } from './tasks/container-fs.js';
+import type { ContainerFiles } from './docker/container-fs.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
@@ -45,6 +46,8 @@ export interface TaskEnvironment {
   bootSeconds?: number | undefined;
   /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
   agentInstances?: AgentInstanceAdopter | undefined;
+  /** The CN's firewaller store, for command_execute's `fwadm`; absent without a firewaller. */
+  firewallState?: ((uuid: string) => { rules: RuleData[]; rvms: RemoteVm[] } | undefined) | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;

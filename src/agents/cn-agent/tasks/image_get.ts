@@ -2,8 +2,8 @@
  * image_get: the manifest of an installed image (installed-images.ts), as imgadm get prints it.
  */
 import { defineTask, TaskError, type InstalledImage } from '../types.js';
-import { fetchManifest, imagesInUse, markImageInstalled } from './installed-images.js';
-import { uuidParam } from './params.js';
+import { fetchManifest, imagesInUse, markImageInstalled } from '../images/installed.js';
+import { uuidParam } from '../task-support/params.js';
 
 export const imageGet = defineTask<{ uuid: string }>({
   name: 'image_get',

@@ -4,9 +4,9 @@
  * file watcher does.
  */
 import { defineTask, TaskError } from '../types.js';
-import { invalid, isPlainObject } from './params.js';
-import { readCnSysinfo, reloadSysinfo, withAgentAddress, writeCnSysinfo } from './sysinfo-file.js';
-import { messageOf } from './vm-common.js';
+import { invalid, isPlainObject } from '../task-support/params.js';
+import { readCnSysinfo, reloadSysinfo, withAgentAddress, writeCnSysinfo } from '../task-support/sysinfo-file.js';
+import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface NicUpdate {
   mac: string;

@@ -1,6 +1,6 @@
 /**
  * The global zone a command_execute script sees: a directory of mock SmartOS commands
- * (`sysinfo`, `vmadm`, `zfs`, `zpool`, `imgadm`, `uname`, `hostname`, `zonename`) put first on
+ * (`sysinfo`, `vmadm`, `zfs`, `zpool`, `imgadm`, `fwadm`, `uname`, `hostname`, `zonename`) put first on
  * its PATH, each a one-line wrapper running the compiled gz-commands/main.js on a JSON
  * snapshot of the CN taken just before the script starts (sysinfo, VMs, ZFS view, images).
  * All of it lives in one temporary directory per run, removed after the run.
@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 import type { GzImage, GzSnapshot } from '../gz-commands/types.js';
 import { GZ_COMMANDS } from '../gz-commands/run.js';
 import type { TaskContext } from '../types.js';
-import { fetchManifest, imagesInUse, markImageInstalled } from './installed-images.js';
-import { readCnSysinfo } from './sysinfo-file.js';
-import { viewOf } from './zfs-common.js';
-import { datasetProperties } from './zfs-model.js';
+import { fetchManifest, imagesInUse, markImageInstalled } from '../images/installed.js';
+import { readCnSysinfo } from '../task-support/sysinfo-file.js';
+import { viewOf } from '../zfs/cn-zfs.js';
+import { datasetProperties } from '../zfs/model.js';
 
 /** At most this many manifests are fetched from IMGAPI for one snapshot (the rest stay bare). */
 const MAX_MANIFEST_FETCHES = 32;
@@ -67,7 +67,8 @@ async function takeSnapshot(ctx: TaskContext): Promise<GzSnapshot> {
   const vms = ctx.cn.vms.list({ include_dni: true }).map((vm) => ({ ...vm }) as Record<string, unknown>);
   const view = await viewOf(ctx);
   const zfs = { pool: view.pool, datasets: view.datasets.map((d) => ({ ...d, properties: datasetProperties(view, d) })) };
-  return { sysinfo, vms, zfs, images: await installedImages(ctx, String(sysinfo.Zpool || 'zones')) };
+  const firewall = ctx.env.firewallState?.(ctx.cn.uuid);
+  return { sysinfo, vms, zfs, images: await installedImages(ctx, String(sysinfo.Zpool || 'zones')), ...(firewall ? { firewall } : {}) };
 }
 
 /**
