@@ -26,7 +26,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { cleanUpNow, onInterrupt } from './cleanup.js';
 import { DaemonProcess, sleep } from './daemon-process.js';
-import { CLI_MAIN } from './paths.js';
+import { CLI_ENV, CLI_MAIN } from './paths.js';
 import { DEFAULT_DRILL_JSON } from './drill-report.js';
 import { readRssBytes } from './proc-stats.js';
 import { SinkProcess } from './sink/sink-process.js';
@@ -325,17 +325,6 @@ function printFlood(f: FloodFigures): void {
       `daemon RSS ${Math.round(f.daemonRssBytes / 2 ** 20)} MiB`,
   );
 }
-
-const CLI_ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  MOCKCLOUD_NO_MDATA: '1',
-  MOCKCLOUD_DATA_DIR: '',
-  MOCKCLOUD_CNAPI_URL: '',
-  MOCKCLOUD_VMAPI_URL: '',
-  MOCKCLOUD_NAPI_URL: '',
-  MOCKCLOUD_IMGAPI_URL: '',
-  MOCKCLOUD_CONFIG: '',
-};
 
 function cli(args: string[], timeoutMs = 600_000): Promise<number> {
   return new Promise((resolve) => {
