@@ -55,22 +55,28 @@ export interface DrillReport {
   version: 1;
   startedAt: string;
   finishedAt: string;
-  host: { cpus: number; node: string; fdLimit: string };
+  /**
+   * The machine, shared with other work: its load averages (1, 5, 15 min, as `uptime` says them)
+   * when the drill started and when it finished.
+   */
+  host: { cpus: number; node: string; fdLimit: string; load?: { start: number[]; end: number[] } };
   options: Record<string, unknown>;
   flood?: FloodFigures;
   burst?: BurstFigures;
   churn?: ChurnFigures;
 }
 
-
 const secs = (ms: number): string => `${fmt(ms / 1000, 2)} s`;
+const loadOf = (l: number[]): string => l.map((x) => x.toFixed(2)).join(', ');
 
 /** The drill's section of docs/performance.md, judged against issue 24's targets. */
 export function renderDrill(d: DrillReport): string[] {
   const out: string[] = ['## Reliability drills (issue 24)', ''];
   out.push(
     `_\`npm run drill\` (tools/bench/drill.ts) on ${d.finishedAt.slice(0, 10)}: ${d.host.cpus} CPUs, Node ${d.host.node}, ` +
-      `descriptor limit ${d.host.fdLimit}. Raw figures: tools/bench/results/drill.json._`,
+      `descriptor limit ${d.host.fdLimit}` +
+      (d.host.load ? `; load average (1, 5, 15 min) ${loadOf(d.host.load.start)} at the start, ${loadOf(d.host.load.end)} at the end (a shared machine)` : '') +
+      `. Raw figures: tools/bench/results/drill.json._`,
     '',
   );
   out.push('| drill | target | measured | verdict |', '|---|---|---|---|');

@@ -34,7 +34,6 @@ import { round, summarize, type LatencySummary } from './stats.js';
 import { closeTaskAgent, postTask, runBurst, type TaskTarget } from './task-load.js';
 import type { DrillReport, FloodFigures } from './drill-report.js';
 
-
 export interface DrillOptions {
   cns: number;
   floodCn: number;
@@ -456,12 +455,15 @@ async function main(): Promise<void> {
     version: 1,
     startedAt: new Date().toISOString(),
     finishedAt: '',
-    host: { cpus: os.cpus().length, node: process.version, fdLimit },
+    host: { cpus: os.cpus().length, node: process.version, fdLimit, load: { start: os.loadavg(), end: [] } },
     options,
   };
+  say(`load average ${report.host.load!.start.map((x) => x.toFixed(2)).join(', ')} (${os.cpus().length} CPUs)`);
   if (opts.only.includes('flood')) await floodDrill(opts, report);
   if (opts.only.includes('churn')) await churnDrill(opts, report);
   report.finishedAt = new Date().toISOString();
+  report.host.load!.end = os.loadavg();
+  say(`load average ${report.host.load!.end.map((x) => x.toFixed(2)).join(', ')} at the end`);
   await mkdir(path.dirname(json), { recursive: true });
   await writeFile(json, `${JSON.stringify(report, null, 2)}\n`);
   say(`wrote ${path.relative(process.cwd(), json)}`);
