@@ -45,6 +45,8 @@ export interface ChurnFigures {
   seconds: number;
   /** Exit codes of the two loops' ensure-servers runs (1: the other loop moved the count meanwhile). */
   exitCodes: number[];
+  /** Each distinct last line of a failed command's stderr, with its count ("3× ensure-servers 0: ..."). */
+  failures: string[];
   cnsAfter: number;
   napiNicsWithoutCn: number;
   sapiInstancesWithoutCn: number;

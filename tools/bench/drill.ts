@@ -325,12 +325,21 @@ function printFlood(f: FloodFigures): void {
   );
 }
 
+/** Why commands failed: each distinct last stderr line of a failed command, with its count. */
+const cliFailures = new Map<string, number>();
+
 function cli(args: string[], timeoutMs = 600_000): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI_MAIN, ...args], { env: CLI_ENV, stdio: ['ignore', 'ignore', 'ignore'] });
+    const child = spawn(process.execPath, [CLI_MAIN, ...args], { env: CLI_ENV, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (b: Buffer) => (err = (err + b.toString()).slice(-4096)));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('close', (code) => {
       clearTimeout(timer);
+      if (code !== 0) {
+        const last = `${args[0]} ${args[1]}: ${err.trim().split('\n').filter((l) => !l.startsWith('(see ')).at(-1) ?? `exit ${code}`}`;
+        cliFailures.set(last, (cliFailures.get(last) ?? 0) + 1);
+      }
       resolve(code ?? -1);
     });
   });
@@ -420,6 +429,7 @@ async function churnDrill(opts: DrillOptions, report: DrillReport): Promise<void
       other: opts.churnOther,
       seconds: round(seconds, 1),
       exitCodes: codes,
+      failures: [...cliFailures].map(([line, n]) => `${n}× ${line}`),
       cnsAfter: Number(st.servers ?? 0),
       napiNicsWithoutCn: orphanNics,
       sapiInstancesWithoutCn: orphanInstances,
@@ -429,6 +439,7 @@ async function churnDrill(opts: DrillOptions, report: DrillReport): Promise<void
       `churn: ${opts.churnRounds} rounds in ${report.churn.seconds} s (ensure-servers exits: ${codes.join(' ')}); ` +
         `${orphanNics} NAPI NIC(s) and ${orphanInstances} SAPI instance(s) without a CN${examples.length ? `: ${examples.join('; ')}` : ''}`,
     );
+    for (const f of report.churn.failures) say(`churn: failed: ${f}`);
     c.kill('SIGTERM');
     await new Promise((r) => c.once('exit', r));
     forgetChild();
