@@ -37,6 +37,13 @@ import type http from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 
+/**
+ * Every connection some guard took. A server may be watched by more than one guard (the
+ * control API's Unix socket for the CLI has its own, so a flood of its TCP port cannot shed
+ * the CLI's connections): each takes only the connections no other guard took first.
+ */
+const admitted = new WeakSet<net.Socket>();
+
 export interface ConnectionLimits {
   /** From connect to a first request's complete headers. */
   headersTimeoutMs: number;
@@ -212,11 +219,12 @@ export class ConnectionGuard {
 
   /**
    * Guard every connection `server` gets from now on (listened for, or emitted into it). A
-   * connection `admit` already took (at accept, before it was handed over) is not taken twice.
+   * connection `admit` already took (at accept, before it was handed over), by this guard or
+   * another, is not taken twice; requests on it move it through the phases of the guard that took it.
    */
   watch(server: http.Server): void {
     server.on('connection', (sock: net.Socket) => {
-      if (!this.sockets.has(sock)) this.admit(sock);
+      if (!admitted.has(sock)) this.admit(sock);
     });
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const sock = req.socket;
@@ -301,6 +309,7 @@ export class ConnectionGuard {
     t.link = new Link(t);
     t.groupLink = new Link(t);
     this.sockets.set(sock, t);
+    admitted.add(sock);
     this.listOf(phase)!.push(t.link);
     if (g) {
       g.count++;

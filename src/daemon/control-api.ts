@@ -36,17 +36,24 @@
  */
 import { promises as fsp } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import { capMessage, ConnectionGuard } from '../common/connection-guard.js';
 import { MockcloudError } from '../common/errors.js';
 import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isLoopbackHost } from '../common/listen-address.js';
 import { isUuid } from '../common/uuid.js';
-import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
+import { body, closeServer, createServer, KEEP_ALIVE_MS, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
 
 export const CONTROL_IP = '127.0.0.1';
 const MAX_BODY_BYTES = 64 * 1024;
 /** The CLI's own way in: `<data-dir>/control.sock`, owner only (see ControlApi.start). */
 export const CONTROL_SOCKET = 'control.sock';
+/**
+ * Connections to the CLI's socket at most: only the daemon's user can open it, and the CLI
+ * opens one or a few at a time (fleet commands send 16 requests at once).
+ */
+export const MAX_CLI_SOCKET_CONNECTIONS = 256;
+
 /** A Unix socket path is at most 107 bytes (sun_path); a longer data dir goes without one. */
 const MAX_SOCKET_PATH = 100;
 
@@ -108,6 +115,7 @@ export class ControlApi {
   private server: RestifyServer | undefined;
   private addr: AddressInfo | undefined;
   private unix: net.Server | undefined;
+  private unixGuard: ConnectionGuard | undefined;
   private socketPath: string | undefined;
 
   constructor(
@@ -159,7 +167,16 @@ export class ControlApi {
     if (!file || Buffer.byteLength(file) > MAX_SOCKET_PATH) return;
     // A socket file an earlier run left (a live daemon on this data dir was refused before).
     await fsp.rm(file, { force: true });
-    const unix = net.createServer((sock) => server.server.emit('connection', sock));
+    // Its own guard: the TCP port's flood sheds that port's connections, never the CLI's; the
+    // deadlines are the same (a stuck CLI still lets go of its descriptor).
+    const guard = new ConnectionGuard(
+      { idleTimeoutMs: KEEP_ALIVE_MS, maxConnections: MAX_CLI_SOCKET_CONNECTIONS },
+      { onCap: (report) => this.log.warn({ connections: report, listener: 'mockcloud-control-socket' }, capMessage('mockcloud-control-socket', report)) },
+    );
+    guard.watch(server.server);
+    const unix = net.createServer((sock) => {
+      if (guard.admit(sock)) server.server.emit('connection', sock);
+    });
     const umask = process.umask(0o177);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -175,6 +192,8 @@ export class ControlApi {
     } finally {
       process.umask(umask);
     }
+    guard.start();
+    this.unixGuard = guard;
     this.unix = unix;
     this.socketPath = file;
   }
@@ -186,6 +205,8 @@ export class ControlApi {
     const unix = this.unix;
     this.unix = undefined;
     if (unix) await new Promise<void>((resolve) => unix.close(() => resolve()));
+    this.unixGuard?.stop();
+    this.unixGuard = undefined;
     if (this.socketPath) await fsp.rm(this.socketPath, { force: true });
     await closeServer(server);
   }

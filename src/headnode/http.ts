@@ -70,9 +70,9 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   server.server.headersTimeout = 60_000;
   // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
   // race their reuse.
-  server.server.keepAliveTimeout = 65_000;
+  server.server.keepAliveTimeout = KEEP_ALIVE_MS;
   const guard = new ConnectionGuard(
-    { idleTimeoutMs: 65_000, maxConnections: 1024, ...opts.connectionLimits },
+    { idleTimeoutMs: KEEP_ALIVE_MS, maxConnections: 1024, ...opts.connectionLimits },
     { onCap: (report) => opts.log.warn({ connections: report, listener: opts.name }, capMessage(opts.name, report)) },
   );
   guard.watch(server.server);
@@ -102,6 +102,9 @@ function sizeHeadAnswers(req: Req, res: Res, next: () => void): void {
   }
   next();
 }
+
+/** How long a kept-alive connection may idle between requests, on every listener of ours. */
+export const KEEP_ALIVE_MS = 65_000;
 
 /** Each server's connection deadlines (connection-guard.ts), kept while it listens. */
 const guards = new WeakMap<RestifyServer, ConnectionGuard>();

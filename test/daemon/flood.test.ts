@@ -31,6 +31,8 @@ describe('daemon under an idle-connection flood', () => {
   let daemon: Daemon;
   const warnings = new bunyan.RingBuffer({ limit: 500 });
   const flood = new Set<net.Socket>();
+  /** Flood sockets the daemon closed, by port. */
+  const closed = new Map<number, number>();
 
   beforeAll(async () => {
     dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-flood-'));
@@ -73,6 +75,7 @@ describe('daemon under an idle-connection flood', () => {
       s.on('error', () => undefined);
       s.on('close', () => {
         flood.delete(s);
+        if (running) closed.set(t.port, (closed.get(t.port) ?? 0) + 1);
         // A client that reconnects at once, as the drill's did.
         setTimeout(() => open(t), 5);
       });
@@ -121,6 +124,20 @@ describe('daemon under an idle-connection flood', () => {
       const cli = await runCli(['status', '--data-dir', dataDir], { timeoutMs: 30_000 });
       expect(cli.code, cli.stderr).toBe(0);
       expect(((await fsp.stat(path.join(dataDir, 'control.sock'))).mode & 0o777).toString(8)).toBe('600');
+      // A CLI connection that is slow to send its request (a busy machine) outlives the flood's
+      // shedding: the TCP port sheds its own connections, never the socket's.
+      const held = net.connect(path.join(dataDir, 'control.sock'));
+      const heldText = new Promise<string>((resolve) => {
+        let text = '';
+        held.on('data', (b) => (text += b.toString()));
+        held.on('error', (err) => resolve(`error: ${err.message}`));
+        held.on('close', () => resolve(text));
+      });
+      await new Promise<void>((resolve) => held.once('connect', () => resolve()));
+      const from = closed.get(Number(control.port)) ?? 0;
+      await waitFor(() => (closed.get(Number(control.port)) ?? 0) > from + 3 * CONTROL_CAP, 10_000, 'the flood shed the whole control cap thrice');
+      held.write('GET /ping HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+      expect((await heldText).split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
       // Heartbeats still reach CNAPI during the flood.
       await waitFor(() => triton.find('POST', /\/events\/heartbeat$/).length > beats + 3, 10_000, 'heartbeats during the flood');
     } finally {

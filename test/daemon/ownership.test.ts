@@ -128,4 +128,23 @@ describe('deleting a CN against a NAPI and VMAPI that ignore every filter', () =
     expect(triton.servers.has(uuid)).toBe(true);
     expect((await api('GET', '/status')).body.leftAlone['cnapi-server']).toBe(before + 1);
   });
+
+  it("sets a placement only on the CN's own CNAPI record: one a real CN holds is refused (412) and left as it was", async () => {
+    const created = await api('POST', '/servers', { count: 1 });
+    const uuid = created.body.created[0].uuid as string;
+    await waitFor(() => triton.servers.has(uuid), 10_000, 'registered');
+    const rec = triton.servers.get(uuid)!;
+    const mine = rec.sysinfo;
+    rec.sysinfo = { ...(rec.sysinfo as object), 'System Type': 'SunOS' };
+    const updates = (): unknown[] => triton.find('POST', new RegExp(`^/servers/${uuid}$`)).filter((r) => (r.body as { reserved?: unknown } | undefined)?.reserved === true);
+    const refused = await api('POST', `/servers/${uuid}/placement`, { reserved: true });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(412);
+    expect(refused.body.message).toContain('left alone');
+    expect(updates()).toHaveLength(0);
+    // Its own record again: the same request goes through.
+    rec.sysinfo = mine;
+    const set = await api('POST', `/servers/${uuid}/placement`, { reserved: true });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(updates()).toHaveLength(1);
+  });
 });
