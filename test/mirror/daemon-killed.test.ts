@@ -209,4 +209,28 @@ describe('mirror load with the daemon killed under it', () => {
     }
     expect(((await get(`${daemon!.control}/servers`)) as Obj[]).length).toBe(before);
   });
+
+  it("finishes only its own unactivated image: one of that uuid that is someone else's is left alone and reported", async () => {
+    const imgapi = daemon!.urls.imgapi as string;
+    const image = (name: string, owner: string, uuid = newUuid()): Obj => ({
+      v: 2, uuid, owner, name, version: '1.0.0', type: 'zone-dataset', os: 'smartos', requirements: { min_platform: { '7.0': '20240101T000000Z' } },
+    });
+    // Someone's upload under way in the loading DC, with the uuid of a captured image.
+    const theirs = image('their-image', '7e6f5d4c-3b2a-4190-8f7e-6d5c4b3a2910');
+    const imported = await fetch(`${imgapi}/images/${theirs.uuid}?action=import`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(theirs) });
+    expect(imported.status, await imported.text()).toBeLessThan(300);
+    // The capture's own image, cut off after its import by an earlier load: finished.
+    const mine = image('my-image', OWNER);
+    await fetch(`${imgapi}/images/${mine.uuid}?action=import`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mine) });
+    const f = path.join(tmp, 'images.mirror.gz');
+    const w = new CaptureWriter(f);
+    await w.write('image', { ...image('my-copy-of-it', OWNER, theirs.uuid as string), state: 'active' });
+    await w.write('image', { ...mine, state: 'active' });
+    await w.finish({ source: { cnapi: 'x', vmapi: 'x', napi: 'x' }, capturedAt: new Date().toISOString(), durationMs: 0, redacted: false, vmStates: ['active'], adminUuid: '930896af-bf8c-48d4-885c-6573a94b1853', skipped: [] });
+    const res = await runCli(['mirror', 'load', f, '--data-dir', dataDir]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/images whose uuid the loading DC gives another, unactivated image \(left alone\): 1/);
+    expect(await get(`${imgapi}/images/${theirs.uuid}`)).toMatchObject({ state: 'unactivated', owner: theirs.owner, name: 'their-image' });
+    expect(await get(`${imgapi}/images/${mine.uuid}`)).toMatchObject({ state: 'active', owner: OWNER, name: 'my-image' });
+  });
 });
