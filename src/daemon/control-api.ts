@@ -175,7 +175,7 @@ export class ControlApi {
     );
     guard.watch(server.server);
     const unix = net.createServer((sock) => {
-      if (guard.admit(sock)) server.server.emit('connection', sock);
+      if (guard.admit(sock, undefined, { exclusive: true })) server.server.emit('connection', sock);
     });
     const umask = process.umask(0o177);
     try {
