@@ -4,6 +4,7 @@
  * Without --data-dir (or MOCKCLOUD_DATA_DIR) a command talks to the one daemon running
  * (daemon-registry.ts); with several it refuses to guess.
  */
+import http from 'node:http';
 import path from 'node:path';
 import { describeSystemError } from '../common/system-errors.js';
 import { daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from '../daemon/daemon-json.js';
@@ -66,6 +67,17 @@ export class DaemonClient {
   }
 
   async request<T = unknown>(method: string, urlPath: string, body?: unknown, timeoutMs = 600_000): Promise<ControlAnswer<T>> {
+    // The daemon's socket for the CLI first: a flood of the TCP port does not queue it (control-api.ts).
+    const socket = this.info.control.socket;
+    if (socket) {
+      const answer = await viaSocket(socket, method, urlPath, body, timeoutMs).catch((err: NodeJS.ErrnoException) => {
+        // Gone (a daemon of an older version, the file removed): the TCP port answers the same.
+        if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED' || err.code === 'EACCES') return undefined;
+        const why = err.name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : describeSystemError(err);
+        throw new CliError(`cannot reach the mockcloud daemon at ${socket} (pid ${this.info.pid}): ${why}`);
+      });
+      if (answer) return { status: answer.status, body: parseBody(answer.text) as T };
+    }
     let res: Response;
     try {
       res = await fetch(`${this.url}${urlPath}`, {
@@ -78,17 +90,9 @@ export class DaemonClient {
       const why = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : describeSystemError((err as Error).cause ?? err);
       throw new CliError(`cannot reach the mockcloud daemon at ${this.url} (pid ${this.info.pid}): ${why}`);
     }
-    const text = await res.text();
-    let parsed: unknown = undefined;
-    if (text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-    }
-    return { status: res.status, body: parsed as T };
+    return { status: res.status, body: parseBody(await res.text()) as T };
   }
+
 
   /** Like request, but a non-2xx answer is a CliError with the daemon's message. */
   async call<T = unknown>(method: string, urlPath: string, body?: unknown): Promise<T> {
@@ -99,6 +103,44 @@ export class DaemonClient {
     }
     return res.body;
   }
+}
+
+function parseBody(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** One request over the daemon's Unix socket; rejects on transport errors (code kept) and timeouts. */
+function viaSocket(socketPath: string, method: string, urlPath: string, body: unknown, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        socketPath,
+        method,
+        path: urlPath,
+        headers: { host: 'localhost', ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(timeoutMs, () => {
+      const err = new Error(`no answer in ${timeoutMs / 1000} s`);
+      err.name = 'TimeoutError';
+      req.destroy(err);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** The running daemon of a data dir, or a CliError saying why there is none. */

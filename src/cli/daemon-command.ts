@@ -17,8 +17,9 @@ import { SETTINGS, type RawSettings } from '../daemon/settings.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
-import { UsageError } from './daemon-client.js';
+import { CliError, UsageError } from './daemon-client.js';
 import { registerDaemon, unregisterDaemon } from './daemon-registry.js';
+import { setFatalLog } from './fatal.js';
 
 const require = createRequire(import.meta.url);
 
@@ -118,6 +119,8 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
     ...(startConfig.logFile ? { path: startConfig.logFile } : {}),
     ...(startConfig.logLevel ? { level: startConfig.logLevel as 'info' } : {}),
   });
+  // An error nobody caught: its stack to this log, one line to the terminal (fatal.ts).
+  setFatalLog(startConfig.logFile);
   for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
   const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });

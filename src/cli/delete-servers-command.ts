@@ -46,7 +46,7 @@ async function handler(argv: DeleteArgs): Promise<void> {
     // --all includes the removals an earlier run left unfinished.
     if (argv.all) targets.push(...(await deletingServers(daemon)).filter((u) => !targets.includes(u)));
   }
-  const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [] };
+  const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [], gone: [] };
   if (argv.json) {
     process.stdout.write(jsonLine(result));
   } else {

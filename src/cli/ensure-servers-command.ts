@@ -58,7 +58,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   const pending = await deletingServers(daemon);
   if (pending.length > 0) {
     process.stderr.write(`finishing ${pending.length} earlier removal(s) whose clean-up in Triton was left undone\n`);
-    const result = await deleteServers(daemon, pending, progress);
+    const result = await deleteServers(daemon, pending, progress, { goneIsDone: true });
     outcome.deleted.push(...result.deleted.map((d) => d.uuid));
   }
   if (before.length < want) {
@@ -70,7 +70,8 @@ async function handler(argv: EnsureArgs): Promise<void> {
   } else if (before.length > want) {
     const doomed = newest(before, before.length - want).map((s) => s.uuid);
     process.stderr.write(`${before.length} mock CNs, want ${want}: deleting the ${doomed.length} newest\n`);
-    const result = await deleteServers(daemon, doomed, progress);
+    const result = await deleteServers(daemon, doomed, progress, { goneIsDone: true });
+    if (result.gone.length > 0) process.stderr.write(`${result.gone.length} of them already gone (removed by another command meanwhile)\n`);
     for (const d of result.deleted) for (const w of d.warnings) process.stderr.write(`mockcloud: ${d.uuid}: ${w}\n`);
     outcome.deleted = result.deleted.map((d) => d.uuid);
     outcome.errors.push(...result.errors);

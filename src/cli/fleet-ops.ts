@@ -171,18 +171,22 @@ async function createInBatches(run: CreateRun): Promise<void> {
 export interface DeleteOutcome {
   deleted: RemoveResult[];
   errors: { uuid: string; message: string }[];
+  /** With `goneIsDone`: CNs the daemon no longer had (another command removed them meanwhile). */
+  gone: string[];
 }
 
 /**
  * Delete CNs, with progress. Several at once: each is a few Triton calls the daemon waits
  * on (as many as create-servers creates at once).
  */
-export async function deleteServers(daemon: DaemonClient, uuids: string[], progress: Progress): Promise<DeleteOutcome> {
-  const out: DeleteOutcome = { deleted: [], errors: [] };
+export async function deleteServers(daemon: DaemonClient, uuids: string[], progress: Progress, opts: { goneIsDone?: boolean } = {}): Promise<DeleteOutcome> {
+  const out: DeleteOutcome = { deleted: [], errors: [], gone: [] };
   progress.start('deleted', uuids.length);
   await mapLimit(uuids, 16, async (uuid) => {
     const res = await daemon.request<RemoveResult & { code?: string; message?: string }>('DELETE', `/servers/${uuid}`);
     if (res.status >= 200 && res.status < 300 && res.body) out.deleted.push({ ...res.body, warnings: res.body.warnings ?? [], vms: res.body.vms ?? [] });
+    // A command that converges on a count wants the CN gone: one already gone is no failure.
+    else if (opts.goneIsDone && res.status === 404) out.gone.push(uuid);
     else out.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
     progress.update(out.deleted.length, out.errors.length);
   });

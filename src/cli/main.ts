@@ -17,6 +17,7 @@ import { addExternalsCommand } from './add-externals-command.js';
 import { bootReportCommand } from './boot-report-command.js';
 import { createServersCommand } from './create-servers-command.js';
 import { CliError, UsageError } from './daemon-client.js';
+import { installFatalHandlers } from './fatal.js';
 import { daemonCommand } from './daemon-command.js';
 import { deleteServersCommand } from './delete-servers-command.js';
 import { ensureServersCommand } from './ensure-servers-command.js';
@@ -184,6 +185,7 @@ export function joinDashValues(args: string[]): string[] {
 
 export async function main(argv: string[]): Promise<void> {
   endQuietlyOnClosedOutput();
+  installFatalHandlers(describeFailure);
   const args = joinDashValues(hideBin(argv));
   try {
     await buildCli(args).parseAsync();

@@ -14,7 +14,7 @@ import { resolveConfig, type DaemonConfig } from '../daemon/config.js';
 import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import type { CaptureUrls } from '../mirror/capture.js';
-import { RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
+import { DEFAULT_CAPTURE_LIMITS, RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
 import type { LoadReport } from '../mirror/load.js';
 import { clientDataDir, CliError, daemonFor, daemonLine, UsageError } from './daemon-client.js';
 import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
@@ -34,9 +34,19 @@ interface MirrorArgs extends DataDirArgs, JsonArgs {
   'admin-uuid'?: string;
   'remap-uuids'?: boolean;
   'remap-seed'?: string;
+  'max-line-mib': number;
+  'max-size-gib': number;
 }
 
 const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'papi'] as const;
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** A flag's number: above 0 and at most `max`. */
+function positive(flag: string, value: number, max: number): number {
+  if (!Number.isFinite(value) || value <= 0 || value > max) throw new UsageError(`${flag} must be a number above 0 and at most ${max}`);
+  return value;
+}
 
 
 function builder(y: Argv): Argv<MirrorArgs> {
@@ -49,7 +59,17 @@ function builder(y: Argv): Argv<MirrorArgs> {
     .option('redact-key-file', { type: 'string', describe: 'capture: a file holding the redaction key: captures with the same key replace the same names and owners the same way (default: a new random key, never written)' })
     .option('admin-uuid', { type: 'string', describe: "capture: the DC's admin user, kept by redaction (default: the daemon's setting, e.g. mdata ufdsAdmin, else Triton's default)" })
     .option('remap-uuids', { type: 'boolean', default: false, describe: 'load: new UUIDs for servers and VMs (and new VM NIC MACs), derived from the captured ones and --remap-seed' })
-    .option('remap-seed', { type: 'string', describe: 'load: what remapped UUIDs are derived with (default "mirror"): the same seed, the same UUIDs' });
+    .option('remap-seed', { type: 'string', describe: 'load: what remapped UUIDs are derived with (default "mirror"): the same seed, the same UUIDs' })
+    .option('max-line-mib', {
+      type: 'number',
+      default: DEFAULT_CAPTURE_LIMITS.maxLineBytes / MiB,
+      describe: 'load: the longest line (one record) read, in MiB; a longer one is refused, naming its line, and nothing is loaded',
+    })
+    .option('max-size-gib', {
+      type: 'number',
+      default: DEFAULT_CAPTURE_LIMITS.maxBytes / GiB,
+      describe: 'load: the most read of the file, decompressed, in GiB; past it the file is refused and nothing is loaded',
+    });
   for (const svc of SERVICES) {
     out = out.option(`${svc}-url`, {
       type: 'string',
@@ -184,6 +204,10 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
 
 async function runLoad(argv: MirrorArgs): Promise<void> {
   if (!argv.file) throw new UsageError('load needs the capture file: mockcloud mirror load FILE');
+  const limits = {
+    maxLineBytes: Math.floor(positive('--max-line-mib', argv['max-line-mib'], 4096) * MiB),
+    maxBytes: Math.floor(positive('--max-size-gib', argv['max-size-gib'], 1024) * GiB),
+  };
   const daemon = await daemonFor(argv);
   const urls = daemon.info.urls;
   if (!urls.napi) throw new CliError('the daemon has no NAPI (standalone): a capture loads into a daemon with a headnode (--headnode, or Triton URLs)');
@@ -208,6 +232,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
       ...(argv['remap-seed'] !== undefined ? { remapSeed: argv['remap-seed'] } : {}),
       signal: stop.signal,
       onProgress: (p) => progress.update(p.kind, p.done, p.total),
+      limits,
     });
   } finally {
     progress.stop();
@@ -219,7 +244,12 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
   const failed = Object.values(report.counts).reduce((n, c) => n + c.failed, 0);
   if (failed > 0) {
     for (const e of report.errors) process.stderr.write(`mockcloud: ${e.kind} ${e.id}: ${e.message}\n`);
-    throw new CliError(`${failed} record(s) could not be loaded (see above); run the load again to retry them`);
+    // Failures are what the DC or the daemon could not do then (a 5xx, a timeout, a lost
+    // connection); what the loading DC refused (a 4xx) is under "not reproduced" and is not retried.
+    throw new CliError(
+      `${failed} record(s) could not be loaded (see above): the loading DC or the daemon failed on them; ` +
+        'run the load again to retry them; what the loading DC refused (under "not reproduced as captured") a second run cannot change',
+    );
   }
 }
 

@@ -9,7 +9,8 @@
  * finished run left (those written without a duration).
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { readSmallTextFile } from '../common/bounded-file.js';
+import { MockcloudError } from '../common/errors.js';
 import type { Argv, CommandModule } from 'yargs';
 import { isProcessAlive } from '../daemon/daemon-json.js';
 import { formatDuration } from '../scenarios/duration.js';
@@ -49,8 +50,9 @@ function builder(y: Argv): Argv<ScenarioArgs> {
 async function load(file: string): Promise<{ scenario?: Scenario; problems: ScenarioProblem[] }> {
   let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
+    text = await readSmallTextFile(file, 'a scenario file');
   } catch (err) {
+    if (err instanceof MockcloudError) throw new UsageError(err.message);
     throw new UsageError(`cannot read the scenario file ${file}: ${(err as Error).message}`);
   }
   // Loaded here, not at the top: every other command starts without cn-agent's hundred task modules.

@@ -1,24 +1,48 @@
 /**
  * Deadlines and caps for the connections an HTTP server accepts, so that idle sockets, slow
- * headers and slow bodies cannot hold descriptors forever, and a flood on one listener cannot
- * take the descriptors every other listener (and the fleet's outbound calls) need.
+ * headers and slow bodies cannot hold descriptors forever, a flood on one listener cannot take
+ * the descriptors every other listener (and the fleet's outbound calls) need, and a flood of
+ * idle connections never stops the work of clients that send requests promptly.
  *
  * Node's own headersTimeout / requestTimeout are checked only for servers that `listen()`
  * themselves, and never for a connection that sends nothing; cn-agent's per-CN sockets are fed
  * into one http.Server with `emit('connection')`. So the guard tracks each connection's phase
  * itself and one sweep per guard (not a timer per connection) closes those past their deadline:
  *
- *   waiting  connected, or answered and kept alive: the next request's headers are due
- *            within `headersTimeoutMs` of the connection, or `idleTimeoutMs` of the last answer;
- *   body     headers read: the body is due within `bodyTimeoutMs`;
- *   busy     the request is with its handler (a cn-agent task may take an hour), or the
- *            connection was upgraded to a websocket: no deadline.
+ *   silent   connected, nothing sent yet (where the owner tells: cn-agent hands a connection to
+ *            HTTP only once it sends something); its headers are due within `headersTimeoutMs`;
+ *   idle     connected, no full request yet: its headers are due within `headersTimeoutMs`
+ *            of the connection, its body within `bodyTimeoutMs` of the headers;
+ *   kept     answered and kept alive: the next request's headers are due within `idleTimeoutMs`;
+ *   busy     a complete request is with its handler (a cn-agent task may take an hour), or the
+ *            connection was upgraded to a websocket: no deadline, never shed.
  *
- * Beyond `maxConnections` open connections, a new one is closed at once.
+ * At a cap a new connection is not refused while an idle or kept one can make room: the
+ * oldest silent connection is shed first, then the oldest idle one (a client that has not sent
+ * a full request), then the oldest kept-alive one. Only when every open connection is busy is the newcomer closed. So a
+ * flood of idle sockets, however often it reconnects, sheds itself: a prompt client's
+ * connection is the newest, and its request is in before the flood reaches it.
+ *
+ *   maxConnections  open connections across every server the guard watches;
+ *   reserve         slots idle connections can never take (a sixteenth of the cap, at most
+ *                   512, unless given): at `maxConnections - reserve` idle
+ *                   ones, a new connection sheds the oldest idle one, so requests (the CLI's,
+ *                   CNAPI's) always find room beside the flood;
+ *   maxPerGroup     connections of one group (a CN's port) at most: a flood on one CN's port
+ *                   sheds that port's idle connections, not every CN's.
+ *
+ * Reaching a cap is logged at WARN at most once a minute, with the counts since the last line.
  */
 import type http from 'node:http';
 import type net from 'node:net';
 import type { Duplex } from 'node:stream';
+
+/**
+ * Connections a guard took as its own alone (`admit(..., { exclusive: true })`): a server may
+ * be watched by more than one guard (the control API's Unix socket for the CLI has its own, so
+ * a flood of its TCP port cannot shed the CLI's connections), and the others leave these be.
+ */
+const exclusive = new WeakSet<net.Socket>();
 
 export interface ConnectionLimits {
   /** From connect to a first request's complete headers. */
@@ -29,6 +53,10 @@ export interface ConnectionLimits {
   idleTimeoutMs: number;
   /** Open connections across every server this guard watches. */
   maxConnections: number;
+  /** Slots connections without a full request can never take (kept for requests). */
+  reserve: number;
+  /** Open connections of one group (e.g. one CN's port) at most; 0: no such bound. */
+  maxPerGroup: number;
 }
 
 /** Node's keep-alive default (5 s); headers and body as generous as Node's own defaults allow. */
@@ -40,48 +68,171 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   // of tasks is queued or refused with a 503, never cut; and at 10,000 CNs (10,000 listening
   // sockets) still under a 20,000 descriptor limit.
   maxConnections: 6144,
+  // A sixteenth of the cap unless given (see the constructor).
+  reserve: 384,
+  maxPerGroup: 0,
 };
 
-type Phase = 'waiting' | 'body' | 'busy';
+/** A WARN about a cap at most this often. */
+export const CAP_WARN_INTERVAL_MS = 60_000;
+
+type Phase = 'silent' | 'idle' | 'kept' | 'busy';
 
 interface Tracked {
+  sock: net.Socket;
   phase: Phase;
   deadline: number;
-  /** In the body phase: the request whose body is due (its `complete` ends the phase). */
+  /** The request whose body is due, while idle after its headers (its `complete` ends the phase). */
   req?: http.IncomingMessage | undefined;
+  group: Group | undefined;
+  /** Its place in its phase's list, and in its group's. */
+  link: Link;
+  groupLink: Link;
+}
+
+/** A place in a Fifo: removing a connection from the middle costs nothing (a flood sheds thousands a second). */
+class Link {
+  prev: Link | undefined;
+  next: Link | undefined;
+  list: Fifo | undefined;
+  constructor(readonly t: Tracked) {}
+}
+
+/** Connections of one phase, oldest first. */
+class Fifo {
+  private head: Link | undefined;
+  private tail: Link | undefined;
+  size = 0;
+
+  push(l: Link): void {
+    l.list = this;
+    l.prev = this.tail;
+    l.next = undefined;
+    if (this.tail) this.tail.next = l;
+    else this.head = l;
+    this.tail = l;
+    this.size++;
+  }
+
+  remove(l: Link): void {
+    if (l.list !== this) return;
+    if (l.prev) l.prev.next = l.next;
+    else this.head = l.next;
+    if (l.next) l.next.prev = l.prev;
+    else this.tail = l.prev;
+    l.prev = l.next = l.list = undefined;
+    this.size--;
+  }
+
+  /** Oldest first; the current one may be removed while iterating. */
+  *[Symbol.iterator](): IterableIterator<Tracked> {
+    for (let l = this.head; l; ) {
+      const next = l.next;
+      yield l.t;
+      l = next;
+    }
+  }
+}
+
+interface Group {
+  key: string;
+  count: number;
+  /** Its silent, idle and kept connections, each oldest first. */
+  silent: Fifo;
+  idle: Fifo;
+  kept: Fifo;
 }
 
 export interface ConnectionGuardStats {
   open: number;
+  /**
+   * Open now: without a full request (idle; of them, `silent` sent nothing yet), answered and
+   * kept alive (kept), with a request (busy).
+   */
+  idle: number;
+  silent: number;
+  kept: number;
+  busy: number;
   /** Closed because a deadline passed, by phase. */
   timedOut: { waiting: number; body: number };
-  /** Closed at once because `maxConnections` were open. */
+  /** Closed to make room for a newer connection at a cap: idle (no full request) or kept alive. */
+  shed: { idle: number; kept: number };
+  /** Closed at once because every slot was busy. */
   refused: number;
 }
 
+/** What a WARN about a cap says. */
+export interface CapReport {
+  open: number;
+  idle: number;
+  kept: number;
+  busy: number;
+  maxConnections: number;
+  reserve: number;
+  maxPerGroup: number;
+  /** Since the last report. */
+  shedIdle: number;
+  shedKept: number;
+  refused: number;
+  /** Groups (CN ports) whose own bound was reached since the last report. */
+  groupsAtCap: number;
+}
+
+export interface ConnectionGuardOptions {
+  /** Told, at most once a minute, that a cap was reached, with the counts (a WARN line). */
+  onCap?: (report: CapReport) => void;
+}
+
 export class ConnectionGuard {
+  /** The limits in force (the cap may be moved by setMaxConnections). */
   readonly limits: ConnectionLimits;
   private readonly sockets = new Map<net.Socket, Tracked>();
-  private readonly counters = { timedOutWaiting: 0, timedOutBody: 0, refused: 0 };
+  /** Silent, idle and kept connections, each oldest first. */
+  private readonly silent = new Fifo();
+  private readonly idle = new Fifo();
+  private readonly kept = new Fifo();
+  private readonly groups = new Map<string, Group>();
+  private readonly counters = { timedOutWaiting: 0, timedOutBody: 0, refused: 0, shedIdle: 0, shedKept: 0 };
+  private readonly sinceWarn = { shedIdle: 0, shedKept: 0, refused: 0, groups: new Set<string>() };
+  private lastWarnAt = -Infinity;
   private sweeper: NodeJS.Timeout | undefined;
 
   /** How often the sweep runs: a quarter of the shortest deadline, at most once a second. */
   private readonly sweepMs: number;
 
-  constructor(limits: Partial<ConnectionLimits> = {}) {
-    this.limits = { ...DEFAULT_CONNECTION_LIMITS, ...limits };
+  /** Whether the reserve follows the cap (not given), for setMaxConnections. */
+  private readonly derivedReserve: boolean;
+
+  constructor(
+    limits: Partial<ConnectionLimits> = {},
+    private readonly opts: ConnectionGuardOptions = {},
+  ) {
+    const l = { ...DEFAULT_CONNECTION_LIMITS, ...limits };
+    this.derivedReserve = limits.reserve === undefined;
+    if (this.derivedReserve) l.reserve = derivedReserve(l.maxConnections);
+    // A reserve larger than the cap would leave no room for a connection to arrive in.
+    l.reserve = Math.max(0, Math.min(l.reserve, l.maxConnections - 1));
+    this.limits = l;
     const { headersTimeoutMs, bodyTimeoutMs, idleTimeoutMs } = this.limits;
     this.sweepMs = Math.max(25, Math.min(1000, Math.min(headersTimeoutMs, bodyTimeoutMs, idleTimeoutMs) / 4));
   }
 
-  /** Guard every connection `server` gets from now on (listened for, or emitted into it). */
+  /**
+   * Guard every connection `server` gets from now on (listened for, or emitted into it). A
+   * connection `admit` already took (at accept, before it was handed over) is not taken twice,
+   * nor one another guard took exclusively; requests on it move it through the phases of the
+   * guard that took it.
+   */
   watch(server: http.Server): void {
-    server.on('connection', (sock: net.Socket) => this.admit(sock));
+    server.on('connection', (sock: net.Socket) => {
+      if (!this.sockets.has(sock) && !exclusive.has(sock)) this.admit(sock);
+    });
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const sock = req.socket;
       // A body nobody reads never emits 'end', but the parser marks it complete once it is in.
-      this.enter(sock, 'body', this.limits.bodyTimeoutMs, req);
-      res.once('finish', () => this.enter(sock, 'waiting', this.limits.idleTimeoutMs));
+      if (req.complete) this.enter(sock, 'busy', 0);
+      else this.enter(sock, 'idle', this.limits.bodyTimeoutMs, req);
+      res.once('finish', () => this.enter(sock, 'kept', this.limits.idleTimeoutMs));
     });
   }
 
@@ -100,10 +251,29 @@ export class ConnectionGuard {
     return this.sockets.size;
   }
 
+  /**
+   * A new cap (the owner sizes it to the descriptors it can spare, which change as its
+   * listening sockets come and go). Connections over a lowered cap are shed at once, oldest
+   * idle first, as far as idle and kept-alive ones go.
+   */
+  setMaxConnections(n: number, maxPerGroup?: number): void {
+    const l = this.limits;
+    l.maxConnections = Math.max(1, Math.floor(n));
+    if (this.derivedReserve) l.reserve = derivedReserve(l.maxConnections);
+    l.reserve = Math.max(0, Math.min(l.reserve, l.maxConnections - 1));
+    if (maxPerGroup !== undefined) l.maxPerGroup = maxPerGroup;
+    while (this.sockets.size > l.maxConnections && this.shedOne([this.silent, this.idle, this.kept]));
+  }
+
   stats(): ConnectionGuardStats {
     return {
       open: this.sockets.size,
+      idle: this.idle.size + this.silent.size,
+      silent: this.silent.size,
+      kept: this.kept.size,
+      busy: this.sockets.size - this.idle.size - this.silent.size - this.kept.size,
       timedOut: { waiting: this.counters.timedOutWaiting, body: this.counters.timedOutBody },
+      shed: { idle: this.counters.shedIdle, kept: this.counters.shedKept },
       refused: this.counters.refused,
     };
   }
@@ -116,33 +286,186 @@ export class ConnectionGuard {
     this.enter(sock as net.Socket, 'busy', 0);
   }
 
-  /** Close what is past its deadline (exposed for tests; the sweep calls it). */
-  sweep(now: number): void {
-    for (const [sock, t] of this.sockets) {
-      if (t.phase === 'body' && t.req?.complete) this.enter(sock, 'busy', 0);
-      if (t.phase === 'busy' || now < t.deadline) continue;
-      if (t.phase === 'waiting') this.counters.timedOutWaiting++;
-      else this.counters.timedOutBody++;
-      this.sockets.delete(sock);
-      sock.destroy();
+  /**
+   * Take a new connection (of `group`, e.g. the CN whose port accepted it), making room at a
+   * cap by shedding older idle ones. False (and the socket destroyed) when every slot is busy.
+   */
+  admit(sock: net.Socket, group?: string, opts: { silent?: boolean; exclusive?: boolean } = {}): boolean {
+    const l = this.limits;
+    let g: Group | undefined;
+    if (group !== undefined && l.maxPerGroup > 0) {
+      g = this.groups.get(group);
+      if (!g) this.groups.set(group, (g = { key: group, count: 0, silent: new Fifo(), idle: new Fifo(), kept: new Fifo() }));
+      if (g.count >= l.maxPerGroup) {
+        this.sinceWarn.groups.add(group);
+        if (!this.shedOne([g.silent, g.idle, g.kept])) return this.refuse(sock, g);
+      }
     }
+    if (this.idle.size + this.silent.size >= l.maxConnections - l.reserve) {
+      if (!this.shedOne([this.silent, this.idle]) && this.sockets.size >= l.maxConnections) return this.refuse(sock, g);
+    }
+    if (this.sockets.size >= l.maxConnections && !this.shedOne([this.silent, this.idle, this.kept])) return this.refuse(sock, g);
+    const phase: Phase = opts.silent ? 'silent' : 'idle';
+    const t = { sock, phase, deadline: Date.now() + l.headersTimeoutMs, group: g } as Tracked;
+    t.link = new Link(t);
+    t.groupLink = new Link(t);
+    this.sockets.set(sock, t);
+    if (opts.exclusive) exclusive.add(sock);
+    this.listOf(phase)!.push(t.link);
+    if (g) {
+      g.count++;
+      this.groupListOf(g, phase)!.push(t.groupLink);
+    }
+    sock.once('close', () => this.forget(sock));
+    return true;
   }
 
-  private admit(sock: net.Socket): void {
-    if (this.sockets.size >= this.limits.maxConnections) {
-      this.counters.refused++;
-      sock.destroy();
-      return;
+  /** A silent connection sent its first bytes: idle from now on (its deadline stays). */
+  spoke(sock: net.Socket): void {
+    const t = this.sockets.get(sock);
+    if (!t || t.phase !== 'silent') return;
+    const deadline = t.deadline;
+    this.enter(sock, 'idle', 0);
+    t.deadline = deadline;
+  }
+
+  /** Close what is past its deadline, and report a cap reached (exposed for tests; the sweep calls it). */
+  sweep(now: number): void {
+    for (const list of [this.silent, this.idle, this.kept]) {
+      // Silent and kept connections are listed in the order of their deadlines: the first one
+      // not due ends the walk. Idle ones (a body's deadline moves) are few: all are looked at.
+      const ordered = list !== this.idle;
+      for (const t of list) {
+        if (t.req?.complete) {
+          this.enter(t.sock, 'busy', 0);
+          continue;
+        }
+        if (now < t.deadline) {
+          if (ordered) break;
+          continue;
+        }
+        if (t.phase === 'kept' || !t.req) this.counters.timedOutWaiting++;
+        else this.counters.timedOutBody++;
+        this.forget(t.sock);
+        t.sock.destroy();
+      }
     }
-    this.sockets.set(sock, { phase: 'waiting', deadline: Date.now() + this.limits.headersTimeoutMs });
-    sock.once('close', () => this.sockets.delete(sock));
+    this.maybeWarn(now);
+  }
+
+  /** Shed the oldest connection of the first of `lists` that has one; false when none has. */
+  private shedOne(lists: readonly Fifo[]): boolean {
+    for (const list of lists) {
+      for (const t of list) {
+        const sock = t.sock;
+        // Its request is in after all: it is busy, not idle (marked now, then the next one).
+        if (t.req?.complete) {
+          this.enter(sock, 'busy', 0);
+          continue;
+        }
+        if (t.phase === 'kept') {
+          this.counters.shedKept++;
+          this.sinceWarn.shedKept++;
+        } else {
+          this.counters.shedIdle++;
+          this.sinceWarn.shedIdle++;
+        }
+        this.forget(sock);
+        sock.destroy();
+        this.maybeWarn(Date.now());
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private refuse(sock: net.Socket, g: Group | undefined): false {
+    this.counters.refused++;
+    this.sinceWarn.refused++;
+    if (g && g.count === 0) this.groups.delete(g.key);
+    sock.destroy();
+    this.maybeWarn(Date.now());
+    return false;
+  }
+
+  private maybeWarn(now: number): void {
+    const w = this.sinceWarn;
+    if (w.shedIdle + w.shedKept + w.refused === 0) return;
+    if (now - this.lastWarnAt < CAP_WARN_INTERVAL_MS) return;
+    this.lastWarnAt = now;
+    const l = this.limits;
+    this.opts.onCap?.({
+      open: this.sockets.size,
+      idle: this.idle.size + this.silent.size,
+      kept: this.kept.size,
+      busy: this.sockets.size - this.idle.size - this.silent.size - this.kept.size,
+      maxConnections: l.maxConnections,
+      reserve: l.reserve,
+      maxPerGroup: l.maxPerGroup,
+      shedIdle: w.shedIdle,
+      shedKept: w.shedKept,
+      refused: w.refused,
+      groupsAtCap: w.groups.size,
+    });
+    w.shedIdle = w.shedKept = w.refused = 0;
+    w.groups.clear();
+  }
+
+  private forget(sock: net.Socket): void {
+    const t = this.sockets.get(sock);
+    if (!t) return;
+    this.sockets.delete(sock);
+    t.link.list?.remove(t.link);
+    const g = t.group;
+    if (g) {
+      t.groupLink.list?.remove(t.groupLink);
+      if (--g.count === 0) this.groups.delete(g.key);
+    }
   }
 
   private enter(sock: net.Socket, phase: Phase, timeoutMs: number, req?: http.IncomingMessage): void {
     const t = this.sockets.get(sock);
     if (!t) return;
+    const was = t.phase;
     t.phase = phase;
     t.deadline = Date.now() + timeoutMs;
     t.req = req;
+    const g = t.group;
+    if (was !== phase) {
+      // Leaving a phase; entering one puts it last (the newest) of its kind.
+      t.link.list?.remove(t.link);
+      this.listOf(phase)?.push(t.link);
+      if (g) {
+        t.groupLink.list?.remove(t.groupLink);
+        this.groupListOf(g, phase)?.push(t.groupLink);
+      }
+    }
   }
+
+  private listOf(phase: Phase): Fifo | undefined {
+    return phase === 'silent' ? this.silent : phase === 'idle' ? this.idle : phase === 'kept' ? this.kept : undefined;
+  }
+
+  private groupListOf(g: Group, phase: Phase): Fifo | undefined {
+    return phase === 'silent' ? g.silent : phase === 'idle' ? g.idle : phase === 'kept' ? g.kept : undefined;
+  }
+}
+
+/** A sixteenth of the cap, at most 512: room for requests, not for a flood. */
+function derivedReserve(maxConnections: number): number {
+  return Math.min(512, Math.floor(maxConnections / 16));
+}
+
+/** The WARN line of a cap reached on `listener`. */
+export function capMessage(listener: string, r: CapReport): string {
+  const what = [
+    r.shedIdle ? `${r.shedIdle} idle connection(s) closed to make room` : '',
+    r.shedKept ? `${r.shedKept} kept-alive one(s) closed` : '',
+    r.refused ? `${r.refused} refused with every slot busy` : '',
+    r.groupsAtCap ? `${r.groupsAtCap} port(s) at their own cap of ${r.maxPerGroup}` : '',
+  ].filter(Boolean);
+  return (
+    `${listener}: connection cap of ${r.maxConnections} reached (${r.open} open: ${r.idle} idle, ${r.kept} kept alive, ${r.busy} busy; ` +
+    `${r.reserve} kept for requests): ${what.join(', ')} since the last such line (at most one a minute)`
+  );
 }

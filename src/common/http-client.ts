@@ -87,12 +87,21 @@ export interface HttpClientOptions {
   userAgent?: string;
   /** Background requests in flight at once (default 32). */
   backgroundInFlight?: number;
+  /** The largest answer body read; a larger one fails the request (default 64 MiB). */
+  maxResponseBytes?: number;
 }
+
+/**
+ * Answers are read whole, so their size is bounded: a Triton API's largest page (1,000 VMs,
+ * 100 servers with all their extras) is a few MiB; a peer sending more is not one of them.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 export class JsonHttpClient {
   readonly agent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
+  private readonly maxResponseBytes: number;
   /** Counters for `mockcloud status`; `retries`: requests sent again after a reset reused socket. */
   stats = { requests: 0, errors: 0, retries: 0 };
   /**
@@ -110,6 +119,7 @@ export class JsonHttpClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
+    this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.background = new Gate(Math.max(1, opts.backgroundInFlight ?? 32));
   }
 
@@ -210,7 +220,15 @@ export class JsonHttpClient {
       const agent = req.freshConnection ? false : this.agent;
       const r = http.request(req.url, { method: req.method, headers, agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > this.maxResponseBytes) {
+            r.destroy(new MockcloudError('BadGateway', `${req.method} ${req.url}: the answer is over ${this.maxResponseBytes} bytes; not read`));
+            return;
+          }
+          chunks.push(c);
+        });
         res.on('error', (err) => fail(err, r));
         res.on('end', () => {
           if (settled) return;

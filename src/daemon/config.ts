@@ -12,11 +12,12 @@
  * http://sapi.<dc>.<domain>, where an agent's install adopts its instance).
  * The data dir cannot come from the config file (the file lives in it), except through --config.
  */
-import { promises as fsp, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { readSmallTextFile } from '../common/bounded-file.js';
 import { MockcloudError } from '../common/errors.js';
 import { describeSystemError } from '../common/system-errors.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
@@ -134,6 +135,10 @@ export interface DaemonConfig {
   maxQueuedTasks?: number;
   /** Open connections across all CN sockets; absent: the default. */
   maxConnections?: number;
+  /** Open connections to one CN's socket; absent: a quarter of maxConnections. */
+  maxConnectionsPerServer?: number;
+  /** Open connections to the control API; absent: the default (1024). */
+  maxControlConnections?: number;
   /**
    * The seed of every random draw a creation makes (CN uuids, hostnames, serials, MACs, disk
    * names, profiles from a mix) and, for the events engine, event targets and fault decisions;
@@ -329,7 +334,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
   const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
   if (metricsAddress !== undefined) config.metricsAddress = parseListenAddressSetting('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
-  for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections'] as const) {
+  for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections', 'maxConnectionsPerServer', 'maxControlConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
   }
@@ -352,8 +357,9 @@ async function readConfigFile(file: string, required: false): Promise<Record<str
 async function readConfigFile(file: string, required: boolean): Promise<Record<string, unknown> | undefined> {
   let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
+    text = await readSmallTextFile(file, 'a config file');
   } catch (err) {
+    if (err instanceof MockcloudError) throw err;
     // No file there, or no data dir to hold one yet (the daemon says what is wrong with it).
     const code = (err as NodeJS.ErrnoException).code;
     if (!required && (code === 'ENOENT' || code === 'ENOTDIR')) return undefined;

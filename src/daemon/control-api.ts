@@ -34,16 +34,28 @@
  * empty segments dropped (`/servers/` is `/servers`); a 404 or 405 names the method and the
  * path; a bad server UUID is a 409 whatever the method.
  */
-import type { AddressInfo } from 'node:net';
+import { promises as fsp } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import { capMessage, ConnectionGuard } from '../common/connection-guard.js';
 import { MockcloudError } from '../common/errors.js';
 import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
 import { isLoopbackHost } from '../common/listen-address.js';
 import { isUuid } from '../common/uuid.js';
-import { body, closeServer, createServer, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
+import { body, closeServer, createServer, KEEP_ALIVE_MS, listen, route, sendError, type Req, type Res, type RestifyServer } from '../headnode/http.js';
 
 export const CONTROL_IP = '127.0.0.1';
 const MAX_BODY_BYTES = 64 * 1024;
+/** The CLI's own way in: `<data-dir>/control.sock`, owner only (see ControlApi.start). */
+export const CONTROL_SOCKET = 'control.sock';
+/**
+ * Connections to the CLI's socket at most: only the daemon's user can open it, and the CLI
+ * opens one or a few at a time (fleet commands send 16 requests at once).
+ */
+export const MAX_CLI_SOCKET_CONNECTIONS = 256;
+
+/** A Unix socket path is at most 107 bytes (sun_path); a longer data dir goes without one. */
+const MAX_SOCKET_PATH = 100;
 
 export interface ControlResponse {
   status?: number;
@@ -91,24 +103,41 @@ type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promi
 /** Every method restify routes: each path answers all of them, so the 405 is ours. */
 export const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
 
+export interface ControlApiOptions {
+  port?: number;
+  /** Open connections at most (1024 by default; a sixteenth kept for requests, such as the CLI's). */
+  maxConnections?: number;
+  /** Where the CLI's own socket goes (`<data-dir>/control.sock`); none when absent or too long. */
+  socketPath?: string;
+}
+
 export class ControlApi {
   private server: RestifyServer | undefined;
   private addr: AddressInfo | undefined;
+  private unix: net.Server | undefined;
+  private unixGuard: ConnectionGuard | undefined;
+  private socketPath: string | undefined;
 
   constructor(
     private readonly handlers: ControlHandlers,
     private readonly log: Logger,
-    private readonly port = 0,
+    private readonly opts: ControlApiOptions = {},
   ) {}
 
-  get address(): { ip: string; port: number; url: string } {
+  get address(): { ip: string; port: number; url: string; socket?: string } {
     if (!this.addr) throw new Error('control API not started');
-    return { ip: CONTROL_IP, port: this.addr.port, url: `http://${CONTROL_IP}:${this.addr.port}` };
+    return { ip: CONTROL_IP, port: this.addr.port, url: `http://${CONTROL_IP}:${this.addr.port}`, ...(this.socketPath ? { socket: this.socketPath } : {}) };
   }
 
   async start(): Promise<void> {
     // A server UUID of any length is a 409, not a path no route matches.
-    const server = createServer({ name: 'mockcloud-control', log: this.log, parseBody: false, maxParamLength: 8 * 1024 });
+    const server = createServer({
+      name: 'mockcloud-control',
+      log: this.log,
+      parseBody: false,
+      maxParamLength: 8 * 1024,
+      ...(this.opts.maxConnections !== undefined ? { connectionLimits: { maxConnections: this.opts.maxConnections } } : {}),
+    });
     server.pre((req, res, next) => {
       res.setHeader('cache-control', 'no-store');
       admit(req).then(
@@ -121,15 +150,64 @@ export class ControlApi {
     });
     answerUnrouted(server, this.log);
     this.mount(server);
-    await listen(server, CONTROL_IP, this.port);
+    await listen(server, CONTROL_IP, this.opts.port ?? 0);
     this.server = server;
     this.addr = server.server.address() as AddressInfo;
+    await this.listenUnix(server);
+  }
+
+  /**
+   * The reserve of the CLI's own requests: the same API on a Unix socket in the data dir that
+   * only the daemon's user may open (0600). A flood of the TCP port (any local process, or
+   * whoever reaches it) fills that port's accept queue and slots; the CLI's requests take this
+   * way in and are not queued behind it. Where it cannot be made, the CLI uses the TCP port.
+   */
+  private async listenUnix(server: RestifyServer): Promise<void> {
+    const file = this.opts.socketPath;
+    if (!file || Buffer.byteLength(file) > MAX_SOCKET_PATH) return;
+    // A socket file an earlier run left (a live daemon on this data dir was refused before).
+    await fsp.rm(file, { force: true });
+    // Its own guard: the TCP port's flood sheds that port's connections, never the CLI's; the
+    // deadlines are the same (a stuck CLI still lets go of its descriptor).
+    const guard = new ConnectionGuard(
+      { idleTimeoutMs: KEEP_ALIVE_MS, maxConnections: MAX_CLI_SOCKET_CONNECTIONS },
+      { onCap: (report) => this.log.warn({ connections: report, listener: 'mockcloud-control-socket' }, capMessage('mockcloud-control-socket', report)) },
+    );
+    guard.watch(server.server);
+    const unix = net.createServer((sock) => {
+      if (guard.admit(sock, undefined, { exclusive: true })) server.server.emit('connection', sock);
+    });
+    const umask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        unix.once('error', reject);
+        unix.listen(file, () => {
+          unix.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      this.log.warn({ err, socket: file }, 'cannot listen on the control socket; the CLI uses the TCP port');
+      return;
+    } finally {
+      process.umask(umask);
+    }
+    guard.start();
+    this.unixGuard = guard;
+    this.unix = unix;
+    this.socketPath = file;
   }
 
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    const unix = this.unix;
+    this.unix = undefined;
+    if (unix) await new Promise<void>((resolve) => unix.close(() => resolve()));
+    this.unixGuard?.stop();
+    this.unixGuard = undefined;
+    if (this.socketPath) await fsp.rm(this.socketPath, { force: true });
     await closeServer(server);
   }
 

@@ -4,7 +4,7 @@
  * changes, coalesced: one write in flight at a time and bursts (creating 1,000 CNs) folded
  * into a few writes.
  */
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import { failureFields, type Logger } from '../common/log.js';
@@ -21,7 +21,8 @@ export interface DaemonJson {
   /** 'starting' while the data dir is being loaded, then 'running'. */
   state: 'starting' | 'running';
   dataDir: string;
-  control: { ip: string; port: number; url: string };
+  /** The control API; `socket`: the CLI's own way in (a Unix socket, owner only), when there is one. */
+  control: { ip: string; port: number; url: string; socket?: string };
   /** The live fleet web page (src/ui; `mockcloud ui`); absent with --ui-address none. */
   ui?: { ip: string; port: number; url: string };
   urls: ServiceUrls;
@@ -51,13 +52,41 @@ export async function readDaemonJson(dataDir: string): Promise<DaemonJson | unde
   }
 }
 
+/**
+ * Whether `pid` is a process that still runs. A process killed with -9 is gone for this
+ * purpose at once, even while the kernel still has it: a zombie its parent has not reaped yet
+ * (a shell that exec'd another program never will), or one with SIGKILL pending that is
+ * finishing a long fsync; neither runs a line of its code again. Where /proc cannot say
+ * (not Linux), `kill(pid, 0)` answers alone.
+ */
 export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isDeadInProc(pid);
+}
+
+/** /proc says the process is a zombie, or dead, or has SIGKILL pending. */
+function isDeadInProc(pid: number): boolean {
+  let stat: string;
+  let status: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return false; // no such /proc (or it went meanwhile): kill(0) has answered
+  }
+  // "pid (comm) S ...": the comm may hold spaces and parentheses; the state follows the last ')'.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  if (state === 'Z' || state === 'X' || state === 'x') return true;
+  const SIGKILL_BIT = 1n << 8n; // signal 9
+  for (const key of ['SigPnd', 'ShdPnd']) {
+    const m = new RegExp(`^${key}:\\s*([0-9a-f]+)$`, 'm').exec(status);
+    if (m && (BigInt(`0x${m[1]}`) & SIGKILL_BIT) !== 0n) return true;
+  }
+  return false;
 }
 
 const MAX_COALESCE_MS = 2000;

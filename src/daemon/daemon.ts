@@ -26,7 +26,7 @@ import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import { settingHint, type DaemonConfig } from './config.js';
-import { ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
+import { CONTROL_SOCKET, ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
 import { DaemonJsonWriter, daemonJsonPath, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
 import { defaultPlugins } from './default-plugins.js';
@@ -45,6 +45,7 @@ import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
+import { removeStaleServerTemps, removeStaleTempsAtStart } from './stale-temps.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { BUILD, MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
@@ -127,6 +128,8 @@ export class Daemon {
   private agentIps: LoopbackAgentIps | undefined;
   /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
   private resuming: Promise<void> | undefined;
+  /** Removing the temp files an earlier run left in the CNs' dirs (stale-temps.ts). */
+  private sweeping: Promise<void> | undefined;
   /** This data dir's daemon id (daemon-id.ts); known once started. */
   daemonId: string | undefined;
   /** The hardware profiles: the built-ins and the profile files' (read at start). */
@@ -168,7 +171,7 @@ export class Daemon {
     return this.ui?.address;
   }
 
-  get controlAddress(): { ip: string; port: number; url: string } {
+  get controlAddress(): { ip: string; port: number; url: string; socket?: string } {
     if (!this.control) throw new Error('daemon not started');
     return this.control.address;
   }
@@ -203,6 +206,7 @@ export class Daemon {
       await this.preflight();
       await probeBindIp(config.bindIp);
       await prepareDataDir(config.dataDir);
+      await removeStaleTempsAtStart(config.dataDir, log);
       // Before anything starts: a bad profile file is the operator's to fix, named by file and line.
       this.profiles = new ProfileCatalogue(
         await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
@@ -321,6 +325,7 @@ export class Daemon {
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
         ...(boot.relay ? { firstBoot: (cn: MockCn) => firstBoot(boot, this.scheduler, cn) } : {}),
         stopped: () => this.state === 'stopping' || this.state === 'stopped',
+        daemonId: () => this.daemonId,
       });
 
       this.rates = new RateWindow(() => ({
@@ -334,7 +339,11 @@ export class Daemon {
       await this.startMetricsListener();
 
       const handlers = this.controlHandlers();
-      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), config.controlPort);
+      this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), {
+        port: config.controlPort,
+        socketPath: path.join(config.dataDir, CONTROL_SOCKET),
+        ...(config.maxControlConnections !== undefined ? { maxConnections: config.maxControlConnections } : {}),
+      });
       await this.control.start().catch((err: unknown) => {
         throw new MockcloudError(
           'InvalidArgument',
@@ -354,6 +363,7 @@ export class Daemon {
       const loaded = await fleet.loadAll();
       // Removals an earlier run could not finish: in the background, the CNs are not waiting.
       this.resuming = this.factory.resumeRemovals(loaded.deleting);
+      this.sweeping = removeStaleServerTemps(config.dataDir, log).catch((err: unknown) => log.warn({ err }, 'cannot remove the temp files of an earlier run'));
       await this.ensureHeadnodeServer();
       await cmon?.settled();
       this.state = 'running';
@@ -395,6 +405,7 @@ export class Daemon {
     this.metrics?.stop();
     this.http.close();
     await step('interrupted removals', () => this.resuming);
+    await step('temp files of an earlier run', () => this.sweeping);
     await step('daemon.json', () => this.daemonJson?.remove());
     await step('embedded headnode', () => this.headnodeInstance?.stop());
     if (this.ownsDataDir) ACTIVE_DATA_DIRS.delete(this.config.dataDir);
@@ -808,6 +819,8 @@ export class Daemon {
       servers: fleet?.size ?? 0,
       /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
       deletingServers: this.factory?.deletingServers ?? [],
+      /** Triton objects a removal found were not its CN's and left alone, by kind (never delete what you did not check). */
+      leftAlone: this.factory?.leftAlone ?? {},
       /** The dev DC's headnode server among them, when this daemon hosts it. */
       headnodeServer: fleet?.headnode()?.uuid ?? null,
       registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,

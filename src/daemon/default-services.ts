@@ -6,6 +6,7 @@ import type { RemoteVm, RuleData } from '../agents/firewaller/index.js';
 import path from 'node:path';
 import { CnAgentServer, type TaskEnd } from '../agents/cn-agent/index.js';
 import type { AgentInstanceAdopter } from '../agents/cn-agent/types.js';
+import { openFileLimit } from '../common/fd-limit.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
 import type { Scheduler } from '../runtime/scheduler.js';
@@ -39,7 +40,11 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       ...(config.maxTasksPerServer !== undefined ? { maxPerCn: config.maxTasksPerServer } : {}),
       ...(config.maxQueuedTasks !== undefined ? { maxQueued: config.maxQueuedTasks } : {}),
     },
-    ...(config.maxConnections !== undefined ? { connectionLimits: { maxConnections: config.maxConnections } } : {}),
+    fdLimit: openFileLimit(),
+    connectionLimits: {
+      ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
+      ...(config.maxConnectionsPerServer !== undefined ? { maxPerGroup: config.maxConnectionsPerServer } : {}),
+    },
     ...(ctx.onTaskEnd ? { onTaskEnd: ctx.onTaskEnd } : {}),
     env: {
       log: log.child({ component: 'cn-agent-tasks' }),

@@ -237,16 +237,22 @@ export class Fleet implements FleetView {
     try {
       this.cns.delete(uuid);
       const agentsRan = !this.agentsAtBoot.delete(uuid);
+      // Every agent stops at once; then what they were sending for the CN is waited for.
+      const settling: Promise<void>[] = [];
       for (const plugin of agentsRan ? this.opts.plugins : []) {
         try {
-          plugin.detach(uuid);
+          const detached = plugin.detach(uuid);
+          if (detached) {
+            settling.push(detached.catch((err: unknown) => this.opts.log.error({ err, server: uuid, plugin: plugin.name }, 'agent plug-in failed to detach')));
+          }
         } catch (err) {
           this.opts.log.error({ err, server: uuid, plugin: plugin.name }, 'agent plug-in failed to detach');
         }
       }
-      this.opts.reporter.detach(uuid);
+      settling.push(this.opts.reporter.detach(uuid));
       this.opts.boot?.forget(uuid);
       await this.opts.cnAgent.detach(uuid);
+      await Promise.all(settling);
       await this.closeVms(uuid);
       cn.registered = false;
     } finally {

@@ -49,6 +49,8 @@ import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
 import type { AgentRecord, MockCn } from '../mockcn/types.js';
 import { readAgents } from '../mockcn/agents-dir.js';
+import type { NicOwner } from '../common/ownership.js';
+import { OwnedCleanup } from './owned-cleanup.js';
 import { markOff } from '../mockcn/power-cycle.js';
 
 export const MAX_CREATE_COUNT = 10_000;
@@ -116,6 +118,8 @@ export interface ServerFactoryOptions {
   registerTimeoutMs?: number;
   /** The daemon is stopping: clean-up retries stop waiting. */
   stopped?: () => boolean;
+  /** This daemon's id: a CNAPI record naming another daemon's is not removed. */
+  daemonId?: () => string | undefined;
   /**
    * New CNs boot from booter (src/boot): no admin NIC is asked of NAPI here, booter makes it at
    * the CN's first boot, which this runs (resolving when it came up, or gave up waiting).
@@ -135,6 +139,10 @@ export class ServerFactory {
   private readonly deleting = new Set<string>();
   /** Clean-ups running, by uuid. */
   private readonly removing = new Map<string, Promise<RemoveResult>>();
+  /** Creations running, by uuid (once it is drawn): a delete of that uuid waits for its end. */
+  private readonly creating = new Map<string, Promise<unknown>>();
+  /** Every Triton delete and update of a clean-up, behind its ownership check. */
+  private readonly owned: OwnedCleanup;
   private readonly draws: CreationDraws;
   readonly profiles: ProfileCatalogue;
 
@@ -145,6 +153,18 @@ export class ServerFactory {
     this.napi = opts.config.urls.napi;
     this.cnapi = opts.config.urls.cnapi;
     this.vmapi = opts.config.urls.vmapi;
+    this.owned = new OwnedCleanup({
+      http: opts.http,
+      log: opts.log,
+      urls: opts.config.urls,
+      daemonId: opts.daemonId ?? (() => undefined),
+      countError: opts.countError,
+    });
+  }
+
+  /** Triton objects a clean-up found were not the CN's and left alone, by kind. */
+  get leftAlone(): Record<string, number> {
+    return this.owned.leftAlone.snapshot();
   }
 
   /** Validate a create request from the control API (external input). */
@@ -252,7 +272,17 @@ export class ServerFactory {
     throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
   }
 
+  /** One CN, marked as being created from the moment its uuid is drawn until it runs (or is undone). */
   private async createOne(req: CreateRequest, plan: CnPlan): Promise<CreatedServer> {
+    const claim: { release?: () => void } = {};
+    try {
+      return await this.createClaimed(req, plan, claim);
+    } finally {
+      claim.release?.();
+    }
+  }
+
+  private async createClaimed(req: CreateRequest, plan: CnPlan, claim: { release?: () => void }): Promise<CreatedServer> {
     const { config, fleet, log } = this.o;
     const { profile, streams } = plan;
     const placement = mergePlacement(profile.placement, req.placement);
@@ -262,6 +292,8 @@ export class ServerFactory {
     for (let attempt = 1; ; attempt++) {
       const { admin: adminMac, extra: extraMac } = await this.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
       uuid = req.uuid ?? serverUuidFor(adminMac, streams.uuid);
+      claim.release?.();
+      claim.release = await this.claimCreation(uuid);
       if (req.uuid && fleet.get(uuid)) throw new MockcloudError('Conflict', `server ${uuid} already exists`);
       await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
       let adminIp = '';
@@ -325,6 +357,30 @@ export class ServerFactory {
   }
 
   /**
+   * Mark `uuid` as being created. A removal of it still running is waited for; one that could
+   * not finish (the uuid is "deleting") refuses the creation: its clean-up would take the new
+   * CN's NICs, which belong to the same uuid. Returns the release of the mark.
+   */
+  private async claimCreation(uuid: string): Promise<() => void> {
+    for (;;) {
+      const removal = this.removing.get(uuid);
+      if (!removal) break;
+      await removal.catch(() => undefined);
+    }
+    if (this.creating.has(uuid)) throw new MockcloudError('Conflict', `server ${uuid} is already being created`);
+    if (this.deleting.has(uuid) || (await isServerDeleting(this.o.config.dataDir, uuid))) {
+      throw new MockcloudError('Conflict', `server ${uuid} is being deleted and its clean-up is not finished; run delete-servers ${uuid} first`);
+    }
+    if (this.creating.has(uuid) || this.removing.has(uuid)) return this.claimCreation(uuid);
+    let release!: () => void;
+    this.creating.set(uuid, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      this.creating.delete(uuid);
+      release();
+    };
+  }
+
+  /**
    * The dev DC's headnode server: one mock CN whose sysinfo says it is the headnode, made when
    * the daemon runs its embedded dev headnode and the data dir has none yet (a real DC always
    * has its headnode in CNAPI; tools and tests start from `GET /servers?headnode=true`).
@@ -363,6 +419,13 @@ export class ServerFactory {
     const refused = new Set<unknown>();
     await retryWithBackoff(
       async () => {
+        // Only this daemon's mock CN's record is changed (src/common/ownership.ts).
+        const record = await this.owned.checkServerRecord(uuid, 'its placement');
+        if (record !== 'ours') {
+          const err = new MockcloudError('PreconditionFailed', record === 'absent' ? `CNAPI has no server ${uuid}` : `CNAPI's server ${uuid} is not this daemon's mock CN (${record}); its placement is left alone`);
+          refused.add(err);
+          throw err;
+        }
         const res = await this.o.http.request({ method: 'POST', url: `${this.cnapi}/servers/${uuid}`, body });
         if (res.statusCode < 300) return;
         const err = httpError('CNAPI', `POST /servers/${uuid}`, res);
@@ -388,7 +451,7 @@ export class ServerFactory {
    */
   private async undoCreation(uuid: string, adminMac: string): Promise<void> {
     try {
-      if (this.napi) await this.withRetries(() => this.releaseNic(adminMac));
+      if (this.napi) await this.withRetries(() => this.owned.releaseNic(adminMac, this.adminNicOwners(uuid)));
       await abortServerCreation(this.o.config.dataDir, uuid);
     } catch (err) {
       this.o.log.warn({ err, server: uuid, mac: adminMac }, 'cannot release the admin NIC of a failed creation now; the next start does');
@@ -403,9 +466,20 @@ export class ServerFactory {
     // a crash in between leaves no marker, but the staged sysinfo still names the admin NIC.
     const staged = await this.stagedAdminMac(uuid);
     if (staged && this.napi) macs.add(staged);
-    for (const mac of macs) await this.withRetries(() => this.releaseNic(mac));
+    for (const mac of macs) await this.withRetries(() => this.owned.releaseNic(mac, this.adminNicOwners(uuid)));
     await abortServerCreation(this.o.config.dataDir, uuid);
     this.o.log.info({ server: uuid, macs: [...macs] }, 'cleaned up an interrupted server creation');
+  }
+
+  /**
+   * Who a CN's admin NIC may belong to in NAPI: the admin user (`other`, as it was made) or,
+   * once net-agent claimed it, the CN itself.
+   */
+  private adminNicOwners(uuid: string): NicOwner[] {
+    return [
+      { uuid: this.o.config.adminUuid, type: 'other' },
+      { uuid, type: 'server' },
+    ];
   }
 
   /** The admin MAC in an interrupted creation's staged sysinfo.json, if it got that far. */
@@ -429,6 +503,9 @@ export class ServerFactory {
    */
   async remove(uuid: string): Promise<RemoveResult> {
     const { fleet, config } = this.o;
+    // A creation of this uuid in flight finishes first (whole, or undone): then it is removed.
+    const creation = this.creating.get(uuid);
+    if (creation) await creation;
     const known = fleet.get(uuid);
     if (!known) {
       if (this.removing.has(uuid) || (await isServerDeleting(config.dataDir, uuid))) return this.finishRemoval(uuid);
@@ -505,24 +582,22 @@ export class ServerFactory {
       }
     };
     // CNAPI's record goes meanwhile; NAPI waits for VMAPI, which names the VMs whose NICs go too.
-    const cnapiDone = this.cnapi
-      ? step('CNAPI', async () => {
-          const res = await this.o.http.request({ method: 'DELETE', url: `${this.cnapi}/servers/${uuid}` });
-          if (res.statusCode >= 300 && res.statusCode !== 404) throw httpError('CNAPI', `DELETE /servers/${uuid}`, res);
-        })
-      : Promise.resolve();
-    if (this.vmapi) await step('VMAPI', () => this.destroyVmsInVmapi(uuid, vmUuids));
+    // Each call checks that what it removes is the CN's (owned-cleanup.ts).
+    const cnapiDone = this.cnapi ? step('CNAPI', () => this.owned.deleteServerRecord(uuid)) : Promise.resolve();
+    if (this.vmapi) await step('VMAPI', () => this.owned.destroyVmsOn(uuid, vmUuids));
     if (this.napi) {
-      const macs = new Set<string>();
-      if (adminMac) macs.add(adminMac);
-      for (const owner of [uuid, ...vmUuids]) {
+      const nics = new Map<string, NicOwner[]>();
+      if (adminMac) nics.set(normalizeMac(adminMac), this.adminNicOwners(uuid));
+      const owners: NicOwner[] = [{ uuid, type: 'server' }, ...[...vmUuids].map((vm): NicOwner => ({ uuid: vm, type: 'zone', cn: uuid }))];
+      for (const owner of owners) {
         await step('NAPI', async () => {
-          const owned = await this.napiCall('GET', `/nics?belongs_to_uuid=${owner}`);
-          if (owned.statusCode >= 300 || !Array.isArray(owned.body)) throw napiError(`GET /nics?belongs_to_uuid=${owner}`, owned);
-          for (const nic of owned.body as { mac?: unknown }[]) if (typeof nic.mac === 'string') macs.add(nic.mac);
+          for (const mac of await this.owned.nicsOf(owner)) {
+            const key = normalizeMac(mac);
+            nics.set(key, [...(nics.get(key) ?? []), owner]);
+          }
         });
       }
-      await Promise.all([...macs].map((mac) => step('NAPI', () => this.releaseNic(mac))));
+      await Promise.all([...nics].map(([mac, who]) => step('NAPI', async () => void (await this.owned.releaseNic(mac, who)))));
     }
     await cnapiDone;
     if (failures.length > 0) {
@@ -550,36 +625,6 @@ export class ServerFactory {
   /** A Triton call of a clean-up: tried again with backoff, unless the daemon is stopping. */
   private withRetries<T>(fn: () => Promise<T>): Promise<T> {
     return retryWithBackoff(fn, { attempts: 5, minDelayMs: 100, maxDelayMs: 2000, ...(this.o.stopped ? { stopped: this.o.stopped } : {}) });
-  }
-
-  /**
-   * The CN is gone, so are its VMs: tell VMAPI the way vm-agent tells it a VM went away
-   * (`PUT /vms/:uuid` with state destroyed), for every VM VMAPI places on it and every VM that
-   * was on its disk. Adds VMAPI's VM uuids to `vmUuids` (their NICs go too).
-   */
-  private async destroyVmsInVmapi(serverUuid: string, vmUuids: Set<string>): Promise<void> {
-    const byUuid = new Map<string, Record<string, unknown>>();
-    const pageSize = 1000;
-    for (let offset = 0; ; offset += pageSize) {
-      const res = await this.o.http.request<Record<string, unknown>[]>({
-        method: 'GET',
-        url: `${this.vmapi}/vms?server_uuid=${serverUuid}&state=active&limit=${pageSize}&offset=${offset}`,
-      });
-      if (res.statusCode >= 300 || !Array.isArray(res.body)) throw new Error(`GET /vms?server_uuid=${serverUuid}: ${res.statusCode}`);
-      for (const vm of res.body) if (typeof vm.uuid === 'string') byUuid.set(vm.uuid, vm);
-      if (res.body.length < pageSize) break;
-    }
-    for (const u of byUuid.keys()) vmUuids.add(u);
-    const now = new Date().toISOString();
-    for (const vmUuid of vmUuids) {
-      const vm = byUuid.get(vmUuid) ?? { uuid: vmUuid, server_uuid: serverUuid };
-      const res = await this.o.http.request({
-        method: 'PUT',
-        url: `${this.vmapi}/vms/${vmUuid}`,
-        body: { ...vm, state: 'destroyed', zone_state: 'destroyed', destroyed: now, last_modified: now },
-      });
-      if (res.statusCode >= 300 && res.statusCode !== 404) throw new Error(`PUT /vms/${vmUuid}: ${res.statusCode}`);
-    }
   }
 
   /**
@@ -655,14 +700,7 @@ export class ServerFactory {
     return ip;
   }
 
-  private async releaseNic(mac: string): Promise<void> {
-    if (!this.napi) return;
-    const nicPath = `/nics/${mac.replace(/:/g, '')}`;
-    const res = await this.napiCall('DELETE', nicPath);
-    if (res.statusCode >= 300 && res.statusCode !== 404) throw napiError(`DELETE ${nicPath}`, res);
-  }
-
-  private async napiCall(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, freshConnection = false) {
+  private async napiCall(method: 'GET' | 'POST', path: string, body?: unknown, freshConnection = false) {
     try {
       return await this.o.http.request({
         method,

@@ -115,7 +115,21 @@ export const SETTINGS = [
     key: 'maxConnections',
     flag: 'max-connections',
     env: 'MOCKCLOUD_MAX_CONNECTIONS',
-    help: "open connections across all CNs' cn-agent sockets (default 6144); beyond it new ones are closed",
+    help:
+      "open connections across all CNs' cn-agent sockets (default 6144, or more where `ulimit -n` leaves room: the limit less " +
+      'one per CN and 4096); at the cap the oldest idle ones (no full request yet) are closed to make room, and a sixteenth of it is kept for requests',
+  },
+  {
+    key: 'maxConnectionsPerServer',
+    flag: 'max-connections-per-server',
+    env: 'MOCKCLOUD_MAX_CONNECTIONS_PER_SERVER',
+    help: "open connections to one CN's cn-agent socket (default a quarter of --max-connections); beyond it that CN's oldest idle ones are closed",
+  },
+  {
+    key: 'maxControlConnections',
+    flag: 'max-control-connections',
+    env: 'MOCKCLOUD_MAX_CONTROL_CONNECTIONS',
+    help: 'open connections to the control API (default 1024; a sixteenth kept for requests such as the CLI\'s); at the cap the oldest idle ones are closed',
   },
   {
     key: 'allowExecute',

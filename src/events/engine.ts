@@ -97,6 +97,8 @@ export class EventsEngine {
 
   async start(): Promise<void> {
     await this.log.open();
+    const closed = await this.log.closeLeftOpen();
+    if (closed > 0) this.host.log.info({ events: closed }, `ended ${closed} event(s) an earlier run left open in ${this.log.path} (reason daemon-restart)`);
     this.running = true;
   }
 

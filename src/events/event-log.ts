@@ -4,9 +4,13 @@
  * (fsync) before the request that made it is answered: events are rare, and a kill -9 loses
  * no acknowledged line. Appends are serialized; a failed write rejects its caller.
  */
-import { promises as fsp } from 'node:fs';
+import { createReadStream, promises as fsp } from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import type { EventLogRecord } from './types.js';
+
+/** Why an event a run left open is ended at the next start (the run ended without ending it: a kill -9). */
+export const RESTART_REASON = 'daemon-restart';
 
 export const EVENT_LOG_FILE = 'events.jsonl';
 
@@ -23,8 +27,67 @@ export class EventLog {
     this.file ??= await fsp.open(this.path, 'a', 0o644);
   }
 
+  /**
+   * Events an earlier run started and never ended (it was killed): they are not active any
+   * more (events live in memory), so each gets its end line now, reason `daemon-restart`. A
+   * last line cut short by the kill is ended with a newline first, so the next line is whole.
+   * Reads the file once, a line at a time, holding only the starts not yet ended.
+   */
+  async closeLeftOpen(): Promise<number> {
+    const open = new Map<string, EventLogRecord>();
+    let endsInNewline = true;
+    try {
+      const stat = await fsp.stat(this.path);
+      if (stat.size === 0) return 0;
+      const fh = await fsp.open(this.path, 'r');
+      try {
+        const last = Buffer.alloc(1);
+        await fh.read(last, 0, 1, stat.size - 1);
+        endsInNewline = last[0] === 0x0a;
+      } finally {
+        await fh.close();
+      }
+      const lines = readline.createInterface({ input: createReadStream(this.path), crlfDelay: Infinity });
+      for await (const line of lines) {
+        // Event lines are small; anything else is not one of ours to pair.
+        if (line.length === 0 || line.length > 1024 * 1024) continue;
+        let rec: EventLogRecord;
+        try {
+          rec = JSON.parse(line) as EventLogRecord;
+        } catch {
+          continue;
+        }
+        if (typeof rec?.id !== 'string') continue;
+        if (rec.phase === 'start') open.set(rec.id, rec);
+        else if (rec.phase === 'end') open.delete(rec.id);
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw err;
+    }
+    if (!endsInNewline) await this.appendText('\n');
+    const now = new Date().toISOString();
+    for (const rec of open.values()) {
+      await this.append({
+        time: now,
+        id: rec.id!,
+        phase: 'end',
+        ...(rec.type ? { type: rec.type } : {}),
+        ...(rec.servers ? { servers: rec.servers } : {}),
+        ...(rec.params !== undefined ? { params: rec.params } : {}),
+        seed: rec.seed ?? null,
+        ...(rec.source ? { source: rec.source } : {}),
+        reason: RESTART_REASON,
+      });
+    }
+    return open.size;
+  }
+
   append(record: EventLogRecord): Promise<void> {
-    const line = `${JSON.stringify(record)}\n`;
+    return this.appendText(`${JSON.stringify(record)}\n`);
+  }
+
+  private appendText(line: string): Promise<void> {
     const next = this.tail.then(async () => {
       if (!this.file) await this.open();
       await this.file!.write(line);

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
 import { logFailure, type Logger } from '../common/log.js';
 import type { Duplex } from 'node:stream';
-import { ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
+import { capMessage, ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 
 const require = createRequire(import.meta.url);
@@ -70,8 +70,11 @@ export function createServer(opts: CreateServerOptions): RestifyServer {
   server.server.headersTimeout = 60_000;
   // Keep-alive clients (the daemon's shared agent) reuse sockets; Node's 5 s default would
   // race their reuse.
-  server.server.keepAliveTimeout = 65_000;
-  const guard = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024, ...opts.connectionLimits });
+  server.server.keepAliveTimeout = KEEP_ALIVE_MS;
+  const guard = new ConnectionGuard(
+    { idleTimeoutMs: KEEP_ALIVE_MS, maxConnections: 1024, ...opts.connectionLimits },
+    { onCap: (report) => opts.log.warn({ connections: report, listener: opts.name }, capMessage(opts.name, report)) },
+  );
   guard.watch(server.server);
   guards.set(server, guard);
   return server;
@@ -99,6 +102,9 @@ function sizeHeadAnswers(req: Req, res: Res, next: () => void): void {
   }
   next();
 }
+
+/** How long a kept-alive connection may idle between requests, on every listener of ours. */
+export const KEEP_ALIVE_MS = 65_000;
 
 /** Each server's connection deadlines (connection-guard.ts), kept while it listens. */
 const guards = new WeakMap<RestifyServer, ConnectionGuard>();
@@ -173,9 +179,22 @@ export function query(req: Req): Record<string, unknown> {
 
 export function sendError(res: Res, err: unknown, log: Logger): void {
   const e = toMockcloudError(err);
-  // A coded 5xx is an answer (a peer down, CNAPI's failed execution); anything else is a bug.
-  if (e.statusCode >= 500) logFailure(log, err, {}, 'request failed');
-  if (!res.headersSent) res.send(e.statusCode, e.toBody());
+  if (clientWentAway(res, err)) {
+    // Not the service's failure: nobody is left to answer (an upload dropped half-way).
+    log.warn({ err: e.message, method: res.req?.method, path: res.req?.url }, 'the client went away before its request was done');
+  } else if (e.statusCode >= 500) {
+    // A coded 5xx is an answer (a peer down, CNAPI's failed execution); anything else is a bug.
+    logFailure(log, err, {}, 'request failed');
+  }
+  if (!res.headersSent && !res.destroyed) res.send(e.statusCode, e.toBody());
+}
+
+/** The request failed because its client closed the connection (reset, or closed mid-body). */
+function clientWentAway(res: Res, err: unknown): boolean {
+  const req = res.req as (http.IncomingMessage & { readableAborted?: boolean }) | undefined;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const aborted = req?.readableAborted === true || req?.aborted === true;
+  return aborted && (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err as Error | undefined)?.message === 'aborted' || res.destroyed);
 }
 
 /** A handler as restify middleware: replies are sent here, thrown errors become bodies. */

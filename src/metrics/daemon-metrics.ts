@@ -251,7 +251,9 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mockcloud_agent_connections_closed_total',
-      help: 'Connections to the CN sockets closed by the daemon, by reason (idle_or_slow_headers, slow_body: a deadline passed; over_limit: beyond --max-connections).',
+      help:
+        'Connections to the CN sockets closed by the daemon, by reason (idle_or_slow_headers, slow_body: a deadline passed; ' +
+        'shed_idle, shed_kept_alive: the oldest idle ones closed at the cap to make room; over_limit: at the cap with every slot busy).',
       labelNames: ['reason'],
       registers,
       collect() {
@@ -260,6 +262,8 @@ export class DaemonMetrics {
         if (!c) return;
         this.inc({ reason: 'idle_or_slow_headers' }, c.timedOut.waiting);
         this.inc({ reason: 'slow_body' }, c.timedOut.body);
+        this.inc({ reason: 'shed_idle' }, c.shed?.idle ?? 0);
+        this.inc({ reason: 'shed_kept_alive' }, c.shed?.kept ?? 0);
         this.inc({ reason: 'over_limit' }, c.refused);
       },
     });

@@ -12,10 +12,10 @@
  */
 import { createReadStream, createWriteStream, promises as fsp, type WriteStream } from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import { fsyncDir } from '../common/durable-file.js';
+import { formatBytes } from '../common/bounded-file.js';
 import { MockcloudError } from '../common/errors.js';
 
 export const CAPTURE_FORMAT = 'mockcloud-mirror';
@@ -131,9 +131,26 @@ export class CaptureWriter {
   }
 }
 
+/**
+ * How much of a capture is read at most, decompressed. A capture's lines are JSON objects of a
+ * DC's APIs (a server with its sysinfo, a VM: kilobytes); a file past these bounds is no capture
+ * (a gzip bomb expands 2 MB into one 2 GiB line), and reading stops as soon as it passes one.
+ */
+export interface CaptureLimits {
+  /** One line, in bytes (default 8 MiB; `mirror load --max-line-mib`). */
+  maxLineBytes: number;
+  /** The whole file, decompressed, in bytes (default 16 GiB; `mirror load --max-size-gib`). */
+  maxBytes: number;
+}
+
+export const DEFAULT_CAPTURE_LIMITS: Readonly<CaptureLimits> = Object.freeze({
+  maxLineBytes: 8 * 1024 * 1024,
+  maxBytes: 16 * 1024 * 1024 * 1024,
+});
+
 /** The header of a capture file (reads only the first line). */
-export async function readCaptureHeader(file: string): Promise<CaptureHeader> {
-  for await (const item of readCapture(file, { headerOnly: true })) {
+export async function readCaptureHeader(file: string, limits: Partial<CaptureLimits> = {}): Promise<CaptureHeader> {
+  for await (const item of readCapture(file, { headerOnly: true, ...limits })) {
     if (item.kind === 'header') return item;
   }
   throw badCapture(file, 'it is empty');
@@ -141,30 +158,41 @@ export async function readCaptureHeader(file: string): Promise<CaptureHeader> {
 
 /**
  * The header, then every record, streamed (one line in memory at a time); a file that is not a
- * capture, of another version, or cut short (no end line) fails with what is wrong.
+ * capture, of another version, cut short (no end line), with more records of a kind than its
+ * header counts, or past the limits fails with what is wrong, naming the line.
  */
-export async function* readCapture(file: string, opts: { headerOnly?: boolean } = {}): AsyncGenerator<CaptureHeader | CaptureRecord> {
+export async function* readCapture(
+  file: string,
+  opts: { headerOnly?: boolean } & Partial<CaptureLimits> = {},
+): AsyncGenerator<CaptureHeader | CaptureRecord> {
+  const limits: CaptureLimits = {
+    maxLineBytes: opts.maxLineBytes ?? DEFAULT_CAPTURE_LIMITS.maxLineBytes,
+    maxBytes: opts.maxBytes ?? DEFAULT_CAPTURE_LIMITS.maxBytes,
+  };
   const stream = createReadStream(file);
   const gunzip = zlib.createGunzip();
-  // The file's own error reaches the lines through gunzip; readline passes gunzip's on.
+  // The file's own error reaches the lines through gunzip.
   stream.on('error', (err) => gunzip.destroy(badCapture(file, err.message)));
-  const lines = readline.createInterface({ input: stream.pipe(gunzip), crlfDelay: Infinity });
+  stream.pipe(gunzip);
   let lineNo = 0;
   let ended = false;
+  let header: CaptureHeader | undefined;
+  const seen = emptyCounts();
   try {
-    for await (const line of lines) {
+    for await (const line of boundedLines(gunzip, limits, file)) {
       lineNo++;
-      if (line === '') continue;
+      if (ended) throw badCapture(file, `line ${lineNo} follows the end line`);
+      if (line === '') throw badCapture(file, `line ${lineNo} is empty (a capture has no blank lines)`);
       let value: Obj;
       try {
         value = JSON.parse(line) as Obj;
       } catch {
         throw badCapture(file, `line ${lineNo} is not JSON`);
       }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badCapture(file, `line ${lineNo} is not a JSON object`);
       if (lineNo === 1) {
-        if (value.kind !== 'header' || value.format !== CAPTURE_FORMAT) throw badCapture(file, 'its first line is not a mockcloud mirror header');
-        if (value.version !== CAPTURE_VERSION) throw badCapture(file, `it is format version ${String(value.version)}; this mockcloud reads version ${CAPTURE_VERSION}`);
-        yield value as unknown as CaptureHeader;
+        header = checkHeader(file, value);
+        yield header;
         if (opts.headerOnly) return;
         continue;
       }
@@ -172,8 +200,9 @@ export async function* readCapture(file: string, opts: { headerOnly?: boolean } 
         ended = true;
         continue;
       }
-      if (!(RECORD_KINDS as readonly string[]).includes(String(value.kind)) || typeof value.data !== 'object' || value.data === null) {
-        throw badCapture(file, `line ${lineNo} is no record (kind ${JSON.stringify(value.kind)})`);
+      const kind = checkRecord(file, lineNo, value);
+      if (++seen[kind] > (header!.counts?.[kind] ?? 0)) {
+        throw badCapture(file, `line ${lineNo} is ${kind} record ${seen[kind]}, but the header counts ${header!.counts?.[kind] ?? 0}`);
       }
       yield value as unknown as CaptureRecord;
     }
@@ -182,19 +211,97 @@ export async function* readCapture(file: string, opts: { headerOnly?: boolean } 
   } catch (err) {
     throw err instanceof MockcloudError ? err : badCapture(file, `not gzip or cut short (${(err as Error).message})`);
   } finally {
-    lines.close();
+    gunzip.destroy();
     stream.destroy();
   }
+}
+
+/** Line 1: the header of this format and version, with its counts. */
+function checkHeader(file: string, value: Obj): CaptureHeader {
+  if (value.kind !== 'header' || value.format !== CAPTURE_FORMAT) throw badCapture(file, 'its first line is not a mockcloud mirror header');
+  if (value.version !== CAPTURE_VERSION) {
+    const v = value.version;
+    throw badCapture(
+      file,
+      typeof v === 'number'
+        ? `it is format version ${v}; this mockcloud reads version ${CAPTURE_VERSION}`
+        : `its header's "version" is ${JSON.stringify(v)} (${v === null ? 'null' : typeof v}); a capture's version is the number ${CAPTURE_VERSION}`,
+    );
+  }
+  const counts = value.counts as Obj | undefined;
+  if (typeof counts !== 'object' || counts === null || RECORD_KINDS.some((k) => !Number.isSafeInteger(counts[k]) || (counts[k] as number) < 0)) {
+    throw badCapture(file, `its header's "counts" must give a whole number for each of ${RECORD_KINDS.join(', ')}`);
+  }
+  return value as unknown as CaptureHeader;
+}
+
+/** A record line: a known kind and an object of data; what is wrong otherwise, by line. */
+function checkRecord(file: string, lineNo: number, value: Obj): RecordKind {
+  const kind = value.kind;
+  if (typeof kind !== 'string' || !(RECORD_KINDS as readonly string[]).includes(kind)) {
+    throw badCapture(file, `line ${lineNo} has kind ${JSON.stringify(kind)}; a record's kind is one of ${RECORD_KINDS.join(', ')}`);
+  }
+  const data = value.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    const what = data === undefined ? 'no "data"' : `"data" ${Array.isArray(data) ? 'an array' : data === null ? 'null' : `a ${typeof data}`}`;
+    throw badCapture(file, `line ${lineNo} is a ${kind} record with ${what}; its data must be a JSON object`);
+  }
+  return kind as RecordKind;
+}
+
+/**
+ * The lines of a stream, each at most `maxLineBytes`, at most `maxBytes` in all: past either
+ * the reading stops at once (the caller's loop ends and the stream is destroyed), without the
+ * line ever being held whole.
+ */
+async function* boundedLines(source: AsyncIterable<Buffer>, limits: CaptureLimits, file: string): AsyncGenerator<string> {
+  let parts: Buffer[] = [];
+  let partLength = 0;
+  let total = 0;
+  let lineNo = 0;
+  const tooLong = (): MockcloudError =>
+    badCapture(
+      file,
+      `line ${lineNo + 1} is over ${formatBytes(limits.maxLineBytes)} (no record of a DC is that large); ` +
+        'if the file is right, load it with a larger --max-line-mib',
+    );
+  for await (const chunk of source) {
+    total += chunk.length;
+    if (total > limits.maxBytes) {
+      throw badCapture(file, `it is over ${formatBytes(limits.maxBytes)} decompressed (line ${lineNo + 1}); if the file is right, load it with a larger --max-size-gib`);
+    }
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl === -1) {
+        if (start < chunk.length) {
+          partLength += chunk.length - start;
+          if (partLength > limits.maxLineBytes) throw tooLong();
+          parts.push(chunk.subarray(start));
+        }
+        break;
+      }
+      if (partLength + (nl - start) > limits.maxLineBytes) throw tooLong();
+      const piece = chunk.subarray(start, nl);
+      const line = partLength > 0 ? Buffer.concat([...parts, piece]).toString('utf8') : piece.toString('utf8');
+      parts = [];
+      partLength = 0;
+      lineNo++;
+      yield line;
+      start = nl + 1;
+    }
+  }
+  if (partLength > 0) yield Buffer.concat(parts).toString('utf8');
 }
 
 /**
  * Read the whole file once, holding nothing: whole (its end line), and holding the records its
  * header counts. A load checks this before it changes anything.
  */
-export async function verifyCapture(file: string): Promise<CaptureHeader> {
+export async function verifyCapture(file: string, limits: Partial<CaptureLimits> = {}): Promise<CaptureHeader> {
   let header: CaptureHeader | undefined;
   const seen = emptyCounts();
-  for await (const item of readCapture(file)) {
+  for await (const item of readCapture(file, limits)) {
     if (item.kind === 'header') header = item;
     else seen[item.kind]++;
   }
@@ -206,6 +313,7 @@ export async function verifyCapture(file: string): Promise<CaptureHeader> {
   return header;
 }
 
+/** A capture the load cannot use: the file must change, a load run again would meet the same. */
 function badCapture(file: string, why: string): MockcloudError {
   return new MockcloudError('InvalidArgument', `${file} is not a usable capture: ${why}`);
 }

@@ -31,9 +31,9 @@ import zlib from 'node:zlib';
 import { MockcloudError } from '../common/errors.js';
 import type { HttpResponse, JsonHttpClient } from '../common/http-client.js';
 import { retryWithBackoff } from '../common/retry.js';
-import { repeatableUuidFromHex } from '../common/uuid.js';
+import { isUuid, repeatableUuidFromHex } from '../common/uuid.js';
 import { ALL_BRANDS } from '../vmadm/properties.js';
-import { readCapture, RECORD_KIND_NAMES, RECORD_KINDS, verifyCapture, type CaptureHeader, type Obj, type RecordKind } from './format.js';
+import { readCapture, RECORD_KIND_NAMES, RECORD_KINDS, verifyCapture, type CaptureHeader, type CaptureLimits, type Obj, type RecordKind } from './format.js';
 import { hardwareOf } from './hardware.js';
 import { isAdminNetwork } from './redact.js';
 
@@ -57,6 +57,8 @@ export interface LoadOptions {
   registerTimeoutMs?: number;
   onProgress?: (p: { kind: RecordKind; done: number; total: number }) => void;
   signal?: AbortSignal;
+  /** How large a line, and the whole file decompressed, may be (format.ts's defaults). */
+  limits?: Partial<CaptureLimits>;
 }
 
 export type Outcome = 'created' | 'existing' | 'failed' | 'skipped';
@@ -111,7 +113,7 @@ class Loader {
   async run(): Promise<LoadReport> {
     const started = Date.now();
     // A file cut short or damaged is refused before anything is made.
-    const header = await verifyCapture(this.o.file);
+    const header = await verifyCapture(this.o.file, this.o.limits);
     let pool = new Pool(1);
     let kind: RecordKind | undefined;
     const done = Object.fromEntries(RECORD_KINDS.map((k) => [k, 0])) as Record<RecordKind, number>;
@@ -122,7 +124,7 @@ class Loader {
       if (kind === 'image') await this.flushImages();
       if (kind) seconds[kind] = Math.round(performance.now() - kindStarted) / 1000;
     };
-    for await (const item of readCapture(this.o.file)) {
+    for await (const item of readCapture(this.o.file, this.o.limits)) {
       if (item.kind === 'header') continue;
       this.checkAborted();
       if (item.kind !== kind) {
@@ -299,8 +301,13 @@ class Loader {
       return 'skipped';
     }
     const found = await this.exists(`${imgapi}/images/${String(m.uuid)}`);
-    // Imported by an earlier load that was cut off before its file and activation: finished here.
+    // Imported by an earlier load that was cut off before its file and activation: finished here,
+    // if it is that image (its owner, name and version); an upload of someone else's is left alone.
     const unfinished = found?.state === 'unactivated' && String(m.state ?? 'active') !== 'unactivated';
+    if (unfinished && (found.owner !== m.owner || found.name !== m.name || found.version !== m.version)) {
+      this.note("images whose uuid the loading DC gives another, unactivated image (left alone)", String(m.uuid));
+      return 'skipped';
+    }
     if (found && !unfinished) return 'existing';
     if (!found && typeof m.origin === 'string' && !(await this.exists(`${imgapi}/images/${m.origin}`))) {
       // Its origin may come later in the capture: tried again once every image was read.
@@ -421,6 +428,10 @@ class Loader {
 
   private async vm(vm: Obj): Promise<Outcome> {
     const captured = String(vm.uuid);
+    if (!isUuid(vm.uuid)) {
+      this.note('VMs whose uuid is not a UUID (vmadm takes none; not loaded)', JSON.stringify(vm.uuid).slice(0, 80));
+      return 'skipped';
+    }
     const server = this.servers.get(String(vm.server_uuid));
     if (!server) {
       this.note('VMs whose server was not loaded', captured);
@@ -453,6 +464,8 @@ class Loader {
         this.loadedVms.set(captured, uuid);
         return 'existing';
       }
+      // vmadm refused the VM as captured: a load run again sends the same and is refused again.
+      if (res.statusCode < 500 || VMADM_REFUSAL.test(message)) throw new Refused(`machine_create of ${uuid} on ${server.uuid}: ${message}`);
       throw new MockcloudError('BadGateway', `machine_create of ${uuid} on ${server.uuid}: ${message}`);
     }
     // vmadm stops a VM by clearing autoboot: a captured VM whose autoboot says otherwise gets it.
@@ -566,6 +579,9 @@ class Loader {
     throw new MockcloudError('BadGateway', `NAPI has no NIC ${mac} of VM ${vm} after the load`);
   }
 }
+
+/** vmadm's answers to a payload it will not take (src/vmadm/errors.ts, as vmadm words them). */
+const VMADM_REFUSAL = /Invalid value\(s\) for|Invalid property|Invalid (brand|uuid|payload)|is not a valid|Unknown brand/i;
 
 /** What VMAPI shows of a VM that vmadm create does not take (runtime state, derived paths). */
 const NOT_CREATE_FIELDS = [

@@ -17,6 +17,7 @@
  *
  * Invalid files stop the daemon's start with every problem found, each as `file:line: what`.
  */
+import { readSmallTextFile } from '../common/bounded-file.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode, type YAMLMap } from 'yaml';
@@ -92,7 +93,13 @@ export async function loadProfileFiles(dir: string, required: boolean): Promise<
   const errors: string[] = [];
   for (const name of files) {
     const file = path.join(dir, name);
-    const content = await fsp.readFile(file, 'utf8');
+    let content: string;
+    try {
+      content = await readSmallTextFile(file, 'a profile file');
+    } catch (err) {
+      errors.push(err instanceof MockcloudError ? err.message : `cannot read ${file}: ${(err as Error).message}`);
+      continue;
+    }
     const parsed = parseProfileFile(file, content, known);
     errors.push(...parsed.errors);
     for (const p of parsed.profiles) {

@@ -8,7 +8,9 @@
  * Lifecycle, as the daemon drives it:
  *   start()            once, before any attach (bind shared listeners here);
  *   attach(cn)         for every CN loaded at start and every CN created later;
- *   detach(uuid)       when a CN is removed (its files may be gone right after);
+ *   detach(uuid)       when a CN is removed; resolves once none of the CN's requests is in
+ *                      flight any more (the removal's clean-up in Triton starts after it, so
+ *                      nothing the CN's agents were sending lands after the sweep);
  *   stop()             once, at shutdown; release every timer and socket.
  */
 import type { JsonHttpClient } from '../common/http-client.js';
@@ -59,8 +61,11 @@ export interface CnAgentPlugin {
   stop(): Promise<void> | void;
   /** Begin serving this CN. Must not throw for one bad CN; log and count instead. */
   attach(cn: MockCn): void;
-  /** Stop serving this CN and drop its per-CN state. Unknown uuids are ignored. */
-  detach(uuid: string): void;
+  /**
+   * Stop serving this CN and drop its per-CN state. Unknown uuids are ignored. A promise, if
+   * returned, resolves when the CN's requests in flight have ended (bounded by their timeouts).
+   */
+  detach(uuid: string): void | Promise<void>;
   /**
    * Optional: the CN went down or came up (a reboot); its agents stopped, or start again as
    * they do at a CN's boot. Must not throw.

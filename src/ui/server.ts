@@ -26,6 +26,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { capMessage, ConnectionGuard } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import { readJsonBody } from '../common/json-body.js';
 import type { Logger } from '../common/log.js';
@@ -41,6 +42,13 @@ const require = createRequire(import.meta.url);
 const MAX_BODY_BYTES = 64 * 1024;
 /** A page that does not keep up (a stopped tab over a slow link) is dropped, not buffered for. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/**
+ * The page sends nothing on its feed: a message past this (a frame's declared length) closes
+ * the connection with 1009 (message too big) before any of it is buffered.
+ */
+export const MAX_FEED_MESSAGE_BYTES = 4 * 1024;
+/** Open connections to the page's listener (its feeds among them); see connection-guard.ts. */
+const MAX_CONNECTIONS = 1024;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -69,12 +77,17 @@ interface Asset {
 export class UiServer {
   readonly feed: FleetFeed;
   private server: http.Server | undefined;
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_FEED_MESSAGE_BYTES });
+  private readonly connections: ConnectionGuard;
   private readonly assets = new Map<string, Asset>();
   private addr: AddressInfo | undefined;
 
   constructor(private readonly opts: UiServerOptions) {
     this.feed = new FleetFeed(opts.source, opts.scheduler, opts.log);
+    this.connections = new ConnectionGuard(
+      { maxConnections: MAX_CONNECTIONS },
+      { onCap: (report) => opts.log.warn({ connections: report }, capMessage('the fleet page', report)) },
+    );
   }
 
   get address(): { ip: string; port: number; url: string } {
@@ -89,6 +102,8 @@ export class UiServer {
     });
     server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
     server.keepAliveTimeout = 5000;
+    this.connections.watch(server);
+    this.connections.start();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ host: this.opts.address.ip, port: this.opts.address.port }, () => {
@@ -102,6 +117,7 @@ export class UiServer {
   }
 
   async stop(): Promise<void> {
+    this.connections.stop();
     this.feed.stop();
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
@@ -131,8 +147,7 @@ export class UiServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.checkHost(req);
-    const url = new URL(req.url ?? '/', 'http://page');
-    const p = url.pathname;
+    const p = pathOf(req.url);
     const method = req.method ?? 'GET';
     if (p.startsWith('/api/')) {
       if (method !== 'GET' && method !== 'HEAD') checkSameOrigin(req, true);
@@ -171,12 +186,13 @@ export class UiServer {
     try {
       this.checkHost(req);
       checkSameOrigin(req, false);
-      if (new URL(req.url ?? '/', 'http://page').pathname !== '/feed') throw new MockcloudError('ResourceNotFound', 'the feed is at /feed');
+      if (pathOf(req.url) !== '/feed') throw new MockcloudError('ResourceNotFound', 'the feed is at /feed');
     } catch (err) {
       const e = toMockcloudError(err);
       socket.end(`HTTP/1.1 ${e.statusCode} ${http.STATUS_CODES[e.statusCode] ?? ''}\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n${JSON.stringify(e.toBody())}`);
       return;
     }
+    this.connections.upgraded(socket);
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
   }
 
@@ -191,8 +207,9 @@ export class UiServer {
       },
     };
     ws.on('close', () => this.feed.remove(client));
+    // A message over MAX_FEED_MESSAGE_BYTES: ws closes the connection (1009) and says so here.
     ws.on('error', () => this.feed.remove(client));
-    // The page only listens.
+    // The page only listens: what a client sends is not read.
     ws.on('message', () => undefined);
     this.feed.add(client);
   }
@@ -240,6 +257,19 @@ function checkSameOrigin(req: http.IncomingMessage, change: boolean): void {
 function fromThePage(body: unknown): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return { ...(body as Record<string, unknown>), source: { via: 'fleet page' } };
+}
+
+/**
+ * The request's path. Prefixed, not resolved against a base: `//` or `//x` would read as a URL
+ * with a host (or fail as one without), where a client means a path.
+ */
+function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  try {
+    return new URL(u.startsWith('/') ? `http://page${u}` : u).pathname;
+  } catch {
+    throw new MockcloudError('BadRequest', `bad request URL ${JSON.stringify(u.slice(0, 200))}`);
+  }
 }
 
 /** A path segment, decoded; one that is not valid percent-encoding is the client's error. */

@@ -6,14 +6,18 @@
  * deleting it removes it; a local VM's firewall turned on (vm.update, as VMAPI's fwapi.update
  * step posts it) resolves its rules; a rule that does not parse is skipped; a store corrupted on
  * disk is rebuilt from FWAPI at the next start; an FWAPI answering 503 is retried with the
- * agent's backoff (100 ms doubling, 5 retries).
+ * agent's backoff (100 ms doubling, 5 retries); the update stream's listener closes a client
+ * whose frame is over its 64 KiB, and drops one that leaves 8 MiB of updates unread, while the
+ * firewallers keep their stream.
  */
 import { promises as fsp } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallerPlugin } from '../../src/agents/firewaller/index.js';
 import { VmAgentPlugin } from '../../src/agents/vm-agent/index.js';
+import { encodeFast, fastData, FP_HEADER_SZ, FP_STATUS_DATA, FP_TYPE_JSON, FP_VERSION } from '../../src/common/fast/protocol.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { Headnode, type HeadnodeUrls } from '../../src/headnode/headnode.js';
@@ -189,5 +193,54 @@ describe('firewaller on every mock CN', () => {
       tc2.close();
       await proxy.stop();
     }
+  });
+
+  it("FWAPI's update stream closes a client announcing a frame over 64 KiB, drops one that leaves 8 MiB unread, and keeps the firewallers'", async () => {
+    const fast = new URL(urls.fwapiFast);
+    const connect = async (): Promise<net.Socket> => {
+      const s = net.connect(Number(fast.port), fast.hostname);
+      s.on('error', () => undefined);
+      await new Promise((r) => s.once('connect', r));
+      return s;
+    };
+    const closed = (s: net.Socket): Promise<void> => new Promise((r) => (s.destroyed ? r() : s.once('close', () => r())));
+
+    // A header announcing 1 MiB of JSON: closed on the header, before any of it is sent.
+    const big = await connect();
+    const header = Buffer.alloc(FP_HEADER_SZ);
+    header.writeUInt8(FP_VERSION, 0);
+    header.writeUInt8(FP_TYPE_JSON, 1);
+    header.writeUInt8(FP_STATUS_DATA, 2);
+    header.writeUInt32BE(1, 3);
+    header.writeUInt32BE(0, 7);
+    header.writeUInt32BE(1024 * 1024, 11);
+    big.write(header);
+    await waitFor('the oversized frame closed', () => big.destroyed || big.readableEnded, 5000);
+    big.destroy();
+
+    // A subscriber that never reads: dropped once 8 MiB of updates wait for it.
+    const agents = async (): Promise<string[]> => ((await (await fetch(`${urls.fwapi}/ping?agents=true`)).json()) as Obj).agents.connected;
+    const slow = await connect();
+    slow.write(encodeFast({ status: FP_STATUS_DATA, msgid: 1, data: fastData('messages', [{ client_id: 'never-reads', version: 1 }]) }));
+    await waitFor('the slow client subscribed', async () => (await agents()).includes('never-reads'));
+    slow.pause();
+    const padding = 'x'.repeat(6 * 1024 * 1024);
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${urls.fwapi}/updates`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'vm.delete', uuid: newUuid(), padding }),
+      });
+      expect(res.status).toBe(202);
+    }
+    await waitFor('the slow client dropped', async () => !(await agents()).includes('never-reads'), 15_000);
+    slow.destroy();
+    await closed(slow);
+
+    // The firewallers' stream went on through both: a new rule still reaches them.
+    expect(fw.stats().streamConnected).toBe(1);
+    const rule = (await call<Obj>(fwapi, 'createRule', { owner_uuid: OWNER, enabled: true, rule: 'FROM any TO tag "role" = "web" ALLOW tcp PORT 8443' })) as Obj;
+    await waitFor('the rule on a', () => hasRule(cn.a, rule.uuid));
+    await call(fwapi, 'deleteRule', rule.uuid, {});
   });
 });

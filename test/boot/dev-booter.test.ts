@@ -6,14 +6,19 @@
  * - a new CN's first boot: booter makes its admin NIC in NAPI, CNAPI's default boot params;
  * - a reboot onto the platform newly assigned in CNAPI (`sdcadm platform assign`: POST /boot/:uuid);
  * - a storm: 200 CNs lose power at once and every one boots by booter and runs again;
- * - a rack: the relay's circuit id makes booter provision from the admin pool's rack network.
+ * - a rack: the relay's circuit id makes booter provision from the admin pool's rack network;
+ * - bounded input: a DHCP packet over 1,500 bytes is not read, and booter's HTTP side closes
+ *   the oldest idle connections at its cap of 1024 while it serves boot files.
  *
  * The DHCP schedule is scaled down (config `bootTimings`) so a lost packet costs little time.
  */
+import dgram from 'node:dgram';
 import { promises as fsp } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BOOTREQUEST, decodeDhcp, DHCPDISCOVER, DHCPOFFER, encodeDhcp, messageType, OPT, relayAgentInfo } from '../../src/common/dhcp/wire.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { resolveConfig } from '../../src/daemon/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
@@ -212,4 +217,53 @@ describe('booting from the dev booter', () => {
       await fsp.rm(rackDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('does not read a DHCP packet over 1,500 bytes; its HTTP side sheds the oldest idle connections at its cap and still serves', async () => {
+    const booter = daemon.headnode!.booter!;
+    const where = daemon.headnode!.booterAddresses!;
+    const relay = dgram.createSocket('udp4');
+    const offers: number[] = [];
+    relay.on('message', (msg) => {
+      const p = decodeDhcp(msg);
+      if (messageType(p) === DHCPOFFER) offers.push(p.xid);
+    });
+    await new Promise<void>((r) => relay.bind(0, '127.0.0.1', r));
+    const sockets: net.Socket[] = [];
+    try {
+      // A PXE ROM's DISCOVER, relayed (giaddr and option 82), as booter answers them.
+      const discover = (xid: number, mac: string): Buffer =>
+        encodeDhcp({
+          op: BOOTREQUEST, xid, chaddr: mac, giaddr: '127.0.0.1', hops: 1,
+          options: { [OPT.messageType]: DHCPDISCOVER, [OPT.classId]: 'PXEClient:Arch:00000:UNDI:002001', [OPT.relayAgentInfo]: relayAgentInfo({ remoteId: 'test' }) },
+        });
+      const send = (b: Buffer): Promise<void> => new Promise((r) => relay.send(b, where.dhcp.port, where.dhcp.ip, () => r()));
+      const before = { ...booter.counts };
+      // The same DISCOVER padded past an Ethernet frame (pad bytes after the end option), then a plain one.
+      await send(Buffer.concat([discover(0x5a5a0001, '02:00:5a:00:00:01'), Buffer.alloc(1300)]));
+      await send(discover(0x5a5a0002, '02:00:5a:00:00:02'));
+      await waitFor(() => offers.includes(0x5a5a0002), 15_000);
+      expect(booter.counts.ignored - before.ignored).toBe(1);
+      expect(booter.counts.discovers - before.discovers).toBe(1);
+      expect(offers).not.toContain(0x5a5a0001);
+
+      // 1,100 connections that send nothing to booter's HTTP (cap 1024, a sixteenth kept for requests).
+      const url = new URL(where.http);
+      let closed = 0;
+      await Promise.all(
+        Array.from({ length: 1100 }, () => new Promise<void>((resolve) => {
+          const s = net.connect(Number(url.port), url.hostname, () => resolve());
+          s.on('error', () => resolve());
+          s.on('close', () => closed++);
+          sockets.push(s);
+        })),
+      );
+      await waitFor(() => closed >= 1100 - 1024, 10_000);
+      const file = await fetch(`${where.http}/boot.ipxe.01${'02005a000002'.toUpperCase()}`, { signal: AbortSignal.timeout(10_000) });
+      expect(file.status).toBe(200);
+      expect(await file.text()).toMatch(/^#!ipxe/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      relay.close();
+    }
+  });
 });

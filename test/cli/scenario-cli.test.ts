@@ -83,6 +83,14 @@ describe('scenario validate, without a daemon', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('cannot read the scenario file');
   });
+
+  it('refuses a file over 1 MiB by name and size, before parsing it (exit 2, one line)', async () => {
+    // A valid scenario padded with a comment past the bound: only its size is wrong.
+    const big = await scenarioFile('big.yaml', `steps:\n  - mark: a\n# ${'x'.repeat(1024 * 1024)}\n`);
+    const r = await runCli(['scenario', 'validate', big, '--data-dir', noDaemonDir]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe(`mockcloud: ${big} is over 1 MiB: too large for a scenario file`);
+  });
 });
 
 describe('scenario run and stop against a running daemon', () => {

@@ -113,15 +113,47 @@ describe('cn-agent connection deadlines and caps', () => {
     }
   });
 
-  it('closes connections beyond the cap at once, and serves again once they are gone', async () => {
-    const held = Array.from({ length: limits.maxConnections }, () => rawConnection(cn.url));
+  it('at the cap the oldest idle connections make room: a task is served while a flood of idle ones is held', async () => {
+    // 40 connections that never send a request, to one CN: beyond its port's share (16) and the cap (20).
+    const held: ReturnType<typeof rawConnection>[] = [];
+    for (let i = 0; i < 40; i++) {
+      held.push(rawConnection(cn.url));
+      await new Promise((r) => setTimeout(r, 2));
+    }
     await new Promise((r) => setTimeout(r, 100));
-    const extra = rawConnection(cn.url);
-    expect(await extra.closed).toBeLessThan(300);
-    expect(h.server.connections.stats().refused).toBeGreaterThanOrEqual(1);
+    const before = h.server.connections.stats().shed.idle;
+    expect((await postTask(cn, 'nop', {})).status).toBe(200);
+    // The oldest were shed, the newest are still open; the task took one of the slots.
+    const open = held.filter((c) => !c.sock.destroyed && c.sock.readyState === 'open');
+    expect(open.length).toBeLessThanOrEqual(16);
+    expect(held[0]!.sock.destroyed || (await Promise.race([held[0]!.closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 1000))]))).toBe(true);
+    expect(held.at(-1)!.sock.destroyed).toBe(false);
+    expect(h.server.connections.stats().shed.idle).toBeGreaterThanOrEqual(Math.max(before, 24));
     for (const c of held) c.sock.destroy();
     await Promise.all(held.map((c) => c.closed));
-    expect((await postTask(cn, 'nop', {})).status).toBe(200);
+  });
+
+  it("one CN's port cannot take every slot: with its share busy its next connection is refused, another CN is served", async () => {
+    const other = await h.addCn();
+    {
+      // 16 tasks that take 4 s: the CN's share of connections, every one busy.
+      const busy = Array.from({ length: 16 }, () =>
+        request(`${cn.url}/tasks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-server-uuid': cn.uuid },
+          body: JSON.stringify({ task: 'nop', params: { sleep: 4 } }),
+        }),
+      );
+      const deadline = Date.now() + 3000;
+      while (h.server.connections.stats().busy < 16 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(h.server.connections.stats().busy).toBe(16);
+      const refusedBefore = h.server.connections.stats().refused;
+      const extra = rawConnection(cn.url);
+      expect(await extra.closed).toBeLessThan(2000);
+      expect(h.server.connections.stats().refused).toBe(refusedBefore + 1);
+      expect((await postTask(other, 'nop', {})).status).toBe(200);
+      for (const r of await Promise.all(busy)) expect(r.status).toBe(200);
+    }
   });
 });
 

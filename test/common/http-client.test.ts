@@ -252,3 +252,40 @@ describe('JsonHttpClient on a reset reused socket', () => {
     }
   });
 });
+
+describe('JsonHttpClient answer size', () => {
+  it('stops reading an answer past 64 MiB and fails it as a bad gateway; the next request is served', async () => {
+    let written = 0;
+    const server = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/small') return void res.end('{"ok":true}');
+      // A peer that never ends its answer: 1 MiB chunks, until the client goes away (at most 160 MiB).
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      const more = (): void => {
+        while (written < 160 * 1024 * 1024 && !res.destroyed) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      res.write('[');
+      more();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = new JsonHttpClient({ timeoutMs: 60_000 });
+    try {
+      const err = (await client.request({ method: 'GET', url: `${base}/endless` }).catch((e: unknown) => e)) as Error & { code?: string };
+      expect(err).toBeInstanceOf(Error);
+      expect(err.code).toBe('BadGateway');
+      expect(err.message).toMatch(/over 67108864 bytes; not read/);
+      // It stopped near the bound: what was in flight when it closed, not the whole stream.
+      expect(written).toBeLessThan(128 * 1024 * 1024);
+      await expect(client.request({ method: 'GET', url: `${base}/small` })).resolves.toMatchObject({ body: { ok: true } });
+    } finally {
+      client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});

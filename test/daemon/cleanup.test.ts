@@ -132,13 +132,15 @@ describe('clean-up of removed and half-created CNs', () => {
     const marker = JSON.parse(await fsp.readFile(path.join(creatingDir(dataDir, scan.creating[0]!), 'create.json'), 'utf8')) as { napiMacs: string[] };
     const mac = marker.napiMacs[0]!.replace(/:/g, '');
     expect(triton.nics.has(mac)).toBe(true);
-    expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`)).length).toBe(5);
+    // Tried, with backoff: each release reads the NIC first (is it still ours?), and NAPI cannot say.
+    expect(triton.find('GET', new RegExp(`^/nics/${mac}$`)).length).toBeGreaterThanOrEqual(5);
+    expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`))).toHaveLength(0);
 
     await daemon!.stop();
     triton.clearFailures();
     await startDaemon();
     expect((await scanServers(dataDir)).creating).toEqual([]);
-    expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`)).length).toBe(6);
+    expect(triton.find('DELETE', new RegExp(`^/nics/${mac}$`))).toHaveLength(1);
     expect(triton.nics.has(mac)).toBe(false);
   });
 

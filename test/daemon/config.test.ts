@@ -120,6 +120,12 @@ describe('daemon configuration', () => {
     expect(c.portRange).toEqual([20000, 20100]);
   });
 
+  it('refuses a config file over 1 MiB by name, before parsing it', async () => {
+    const file = path.join(dir, 'huge.json');
+    await fsp.writeFile(file, JSON.stringify({ bindIp: '127.0.0.5', pad: 'x'.repeat(1024 * 1024) }));
+    await expect(resolveConfig({ flags: { config: file }, env: {}, mdata: noMdata })).rejects.toThrow(`${file} is over 1 MiB: too large for a config file`);
+  });
+
   it('has standalone defaults without any source', async () => {
     const c = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
     expect(c.urls).toEqual({});

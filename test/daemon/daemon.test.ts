@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { createQuietLogger } from '../../src/common/log.js';
+import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { resolveConfig } from '../../src/daemon/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
@@ -26,7 +27,9 @@ const netconfig = require('triton-netconfig') as { agentIpFromSysinfo(s: unknown
 
 const TIMINGS = { heartbeatIntervalMs: 200, statusThrottleMs: 200, startSpreadMs: 50, sysinfoBackoff: { minMs: 30, maxMs: 200 } };
 
-async function makeServer(dataDir: string, uuid = newUuid(), adminMac = randomMockMac()): Promise<string> {
+/** A server dir made as create-servers makes it; its admin NIC goes into `napi` when given, as NAPI made it. */
+async function makeServer(dataDir: string, napi?: RecordingTriton, uuid = newUuid(), adminMac = randomMockMac()): Promise<string> {
+  napi?.nics.set(adminMac.replace(/:/g, ''), { mac: adminMac, ip: '10.99.99.200', belongs_to_uuid: DEFAULT_ADMIN_UUID, belongs_to_type: 'other' });
   await beginServerCreation(dataDir, { uuid, startedAt: '', napiMacs: [] });
   await finishServerCreation(
     dataDir,
@@ -68,11 +71,11 @@ describe('daemon', () => {
   beforeAll(async () => {
     dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-daemon-'));
     triton = await new RecordingTriton().start();
-    existing.push(await makeServer(dataDir), await makeServer(dataDir));
+    existing.push(await makeServer(dataDir, triton), await makeServer(dataDir, triton));
     await fsp.mkdir(path.join(dataDir, 'servers', broken));
     // An interrupted creation whose admin NIC NAPI already handed out.
     await beginServerCreation(dataDir, { uuid: interrupted, startedAt: '', napiMacs: [interruptedMac] });
-    triton.nics.set(interruptedMac.replace(/:/g, ''), { mac: interruptedMac, ip: '10.99.99.3' });
+    triton.nics.set(interruptedMac.replace(/:/g, ''), { mac: interruptedMac, ip: '10.99.99.3', belongs_to_uuid: DEFAULT_ADMIN_UUID, belongs_to_type: 'other' });
     // And one that had allocated nothing yet (no marker).
     await beginServerCreation(dataDir, { uuid: newUuid(), startedAt: '', napiMacs: [] });
     await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));

@@ -137,10 +137,25 @@ describe('agent instances of mock CNs in SAPI', () => {
     }, 5000);
     expect(stats).toMatchObject({ adopted: 10 * cns, adoptFailures: 0, pendingCns: 0 });
 
+    // One of a's instance uuids now names b in SAPI (whatever made it so): a's delete must check
+    // SAPI's params.server_uuid and leave it alone, not delete by uuid alone.
+    const [taken] = await instancesOfServer(sapi, a);
+    const sapiUrl = daemon.config.urls.sapi!;
+    expect((await fetch(`${sapiUrl}/instances/${taken!.uuid}`, { method: 'DELETE' })).status).toBe(204);
+    const readopt = await fetch(`${sapiUrl}/instances`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'accept-version': '~2' },
+      body: JSON.stringify({ exists: true, uuid: taken!.uuid, service_uuid: taken!.service_uuid, params: { server_uuid: b } }),
+    });
+    expect(readopt.status, await readopt.clone().text()).toBeLessThan(300);
+
     const gone = await deleteServer(daemon, a);
     expect(gone.warnings).toEqual([]);
     expect(await instancesOfServer(sapi, a)).toEqual([]);
-    expect(await instancesOfServer(sapi, b)).toHaveLength(10);
+    expect(await instancesOfServer(sapi, b)).toHaveLength(11);
+    expect(await instance(sapi, taken!.uuid)).toMatchObject({ params: { server_uuid: b } });
+    const after = ((await (await fetch(`${daemon.controlAddress.url}/status`)).json()) as Obj).agents['sapi-instances'] as Obj;
+    expect(after.leftAlone).toBe(1);
   }, 60_000);
 
   it('agent_install adopts the instance it makes; the CN\'s delete leaves none behind', async () => {

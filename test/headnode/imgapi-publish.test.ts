@@ -7,10 +7,12 @@
  * (lib/errors.js).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import net from 'node:net';
+import bunyan from 'bunyan';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQuietLogger } from '../../src/common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../src/common/triton-defaults.js';
@@ -204,5 +206,44 @@ describe('dev IMGAPI: publishing an image as imgadm does', () => {
     const back = path.join(dir, 'after-restart.gz');
     await call(env.client, 'getImageFile', m.uuid, back);
     expect((await readFile(back)).equals(data)).toBe(true);
+  });
+});
+
+describe('dev IMGAPI: an upload its client drops half-way', () => {
+  it('is logged at WARN (the client went away), not as a failed request at ERROR, and leaves no temp file', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mockcloud-imgapi-abort-'));
+    const ring = new bunyan.RingBuffer({ limit: 100 });
+    const log = bunyan.createLogger({ name: 'imgapi-abort-test', streams: [{ level: 'warn', type: 'raw', stream: ring }] });
+    const service = new ImgapiService({ log, store: new HeadnodeStore({ dataDir: dir, log }) });
+    await service.start({ host: '127.0.0.1', port: 0 });
+    try {
+      const m = manifest();
+      const imported = await fetch(`${service.url}/images/${String(m.uuid)}?action=import`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(m),
+      });
+      expect(imported.status, await imported.clone().text()).toBe(200);
+      const u = new URL(service.url);
+      const sock = net.connect(Number(u.port), u.hostname);
+      await new Promise((r) => sock.once('connect', r));
+      sock.on('error', () => undefined);
+      sock.write(
+        `PUT /images/${String(m.uuid)}/file?compression=gzip HTTP/1.1\r\nhost: x\r\ncontent-type: application/octet-stream\r\ncontent-length: ${8 * 1024 * 1024}\r\n\r\n`,
+      );
+      sock.write(Buffer.alloc(1024 * 1024, 1));
+      await new Promise((r) => setTimeout(r, 200));
+      sock.destroy();
+      const records = (): { level: number; msg: string }[] => ring.records as { level: number; msg: string }[];
+      const deadline = Date.now() + 5000;
+      while (!records().some((r) => /client went away/.test(r.msg)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(records().filter((r) => r.level >= bunyan.ERROR)).toEqual([]);
+      expect(records().some((r) => r.level === bunyan.WARN && /client went away/.test(r.msg))).toBe(true);
+      const images = path.join(dir, 'headnode', 'imgapi', 'images', String(m.uuid));
+      expect((await readdir(images).catch(() => [])).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      await service.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

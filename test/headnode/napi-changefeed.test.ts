@@ -120,6 +120,17 @@ describe('dev NAPI changefeed', () => {
     expect((await garbage.whenClosed()).reason).toBe('failed to parse v2 registration payload');
   });
 
+  it('closes a listener that sends a frame over 64 KiB (1009, before it is buffered) and keeps serving the others', async () => {
+    const good = await connect('~2');
+    good.send({ instance: randomUUID(), resources: [{ resource: 'nic', subResources: ['create'] }] });
+    await good.next();
+    const big = await connect('~2');
+    big.send({ instance: randomUUID(), resources: [{ resource: 'nic', subResources: ['create'] }], pad: 'x'.repeat(2 * 1024 * 1024) });
+    expect((await big.whenClosed()).code).toBe(1009);
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    expect((await good.next()).changedResourceId).toBe(nic.mac);
+  });
+
   it('lets a re-registering instance replace its old socket', async () => {
     const instance = randomUUID();
     const reg = { instance, resources: [{ resource: 'nic', subResources: ['create'] }] };

@@ -69,6 +69,50 @@ describe('the capture file', () => {
     await fsp.writeFile(torn, gz.subarray(0, gz.length - 20));
     await expect(drain(torn)).rejects.toThrow(/not gzip or cut short|cut short/);
   });
+
+  it('says what is wrong in words that fit: a version that is a string, a record of the wrong shape, blank lines, extra records', async () => {
+    const good = zlib.gunzipSync(await fsp.readFile(path.join(dir, 'a.gz'))).toString();
+    const lines = good.trimEnd().split('\n');
+    const write = async (name: string, text: string): Promise<string> => {
+      const f = path.join(dir, name);
+      await fsp.writeFile(f, zlib.gzipSync(text));
+      return f;
+    };
+    const problem = async (f: string): Promise<string> => {
+      try {
+        for await (const _ of readCapture(f)) void _;
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'read without a problem';
+    };
+    const v1 = await problem(await write('v-string.gz', good.replace('"version":1', '"version":"1"')));
+    expect(v1).toMatch(/"version" is "1" \(string\); a capture's version is the number 1/);
+    expect(v1).not.toMatch(/format version 1; this mockcloud reads version 1/);
+    const arrayData = [lines[0], '{"kind":"network","data":[1,2]}', ...lines.slice(2)].join('\n');
+    expect(await problem(await write('array.gz', arrayData))).toMatch(/line 2 is a network record with "data" an array; its data must be a JSON object/);
+    const unknownKind = [lines[0], '{"kind":"router","data":{}}', ...lines.slice(2)].join('\n');
+    expect(await problem(await write('kind.gz', unknownKind))).toMatch(/line 2 has kind "router"; a record's kind is one of nic_tag, network/);
+    expect(await problem(await write('blank.gz', good.replace('\n', '\n\n\n')))).toMatch(/line 2 is empty/);
+    const extra = [lines[0], lines[1], lines[1], ...lines.slice(2)].join('\n');
+    expect(await problem(await write('extra.gz', extra))).toMatch(/line 3 is network record 2, but the header counts 1/);
+  });
+
+  it('refuses a line over the limit, naming it, and reads it with the limit raised', async () => {
+    const good = zlib.gunzipSync(await fsp.readFile(path.join(dir, 'a.gz'))).toString();
+    const lines = good.trimEnd().split('\n');
+    const big = JSON.stringify({ kind: 'network', data: { uuid: 'n1', description: 'x'.repeat(3 * 1024 * 1024) } });
+    const f = path.join(dir, 'big-line.gz');
+    await fsp.writeFile(f, zlib.gzipSync([lines[0], big, ...lines.slice(2)].join('\n')));
+    const drain = async (limits: { maxLineBytes?: number; maxBytes?: number }): Promise<number> => {
+      let n = 0;
+      for await (const _ of readCapture(f, limits)) n++;
+      return n;
+    };
+    await expect(drain({ maxLineBytes: 1024 * 1024 })).rejects.toThrow(/line 2 is over 1 MiB .*--max-line-mib/);
+    expect(await drain({ maxLineBytes: 4 * 1024 * 1024 })).toBe(5);
+    await expect(drain({ maxBytes: 2 * 1024 * 1024 })).rejects.toThrow(/over 2 MiB decompressed \(line 2\).*--max-size-gib/);
+  });
 });
 
 describe('redaction', () => {

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUuid } from '../../src/common/uuid.js';
 import { CaptureWriter } from '../../src/mirror/format.js';
@@ -161,5 +162,77 @@ describe('mirror load with the daemon killed under it', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/is not a usable capture: (not gzip or cut short|it is cut short)/);
     expect(((await get(`${daemon!.control}/servers`)) as Obj[]).length).toBe(before);
+  });
+
+  it('a VM the loading DC cannot take is reported as not reproduced, not as a failure a second run would mend', async () => {
+    const f = path.join(tmp, 'refused.mirror.gz');
+    const w = new CaptureWriter(f);
+    const uuid = newUuid();
+    const sysinfo = buildSysinfo({
+      uuid, profile: getProfile('small'), datacenterName: 'east', platform: '20240101T000000Z', adminMac: '00:10:fe:ab:00:02',
+      adminIp: '10.99.99.90', extraMac: '00:10:fe:ab:00:03',
+    });
+    await w.write('server', { uuid, hostname: 'refuser', sysinfo, status: 'running', setup: true });
+    const vm = { server_uuid: uuid, brand: 'joyent-minimal', owner_uuid: OWNER, ram: 256, max_physical_memory: 256, quota: 10, state: 'stopped', autoboot: false, nics: [] };
+    await w.write('vm', { ...vm, uuid: 'not-a-uuid', alias: 'bad-uuid' });
+    await w.write('vm', { ...vm, uuid: newUuid(), alias: 'bad-quota', quota: 'lots' });
+    await w.finish({ source: { cnapi: 'x', vmapi: 'x', napi: 'x' }, capturedAt: new Date().toISOString(), durationMs: 0, redacted: false, vmStates: ['active'], adminUuid: '930896af-bf8c-48d4-885c-6573a94b1853', skipped: [] });
+    const res = await runCli(['mirror', 'load', f, '--data-dir', dataDir]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/vm +0 created, 0 already there, 2 skipped, 0 failed/);
+    expect(res.stdout).toMatch(/VMs whose uuid is not a UUID/);
+    expect(res.stdout).toMatch(/VMs the loading DC refused: 1 \(e\.g\. .*quota/);
+    expect(res.stderr).not.toMatch(/run the load again/);
+  });
+
+  it('a 64 MiB line and a gzip bomb are refused naming the line, in one line, never read whole', async () => {
+    const other = path.join(tmp, 'other.mirror.gz');
+    const header = zlib.gunzipSync(await fsp.readFile(other)).toString().split('\n')[0]!;
+    const opening = `${header}\n{"kind":"nic_tag","data":{"name":"`;
+    // A line of 64 MiB, whole in the file.
+    const long = path.join(tmp, 'long-line.mirror.gz');
+    await fsp.writeFile(long, Buffer.concat([zlib.gzipSync(opening), zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x61), { level: 1 }), zlib.gzipSync('"}}\n')]));
+    // 2 MB of gzip that expand to one line of 2 GiB (gzip members one after the other are one stream).
+    const member = zlib.gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x61), { level: 9 });
+    const bomb = path.join(tmp, 'bomb.mirror.gz');
+    await fsp.writeFile(bomb, Buffer.concat([zlib.gzipSync(opening), ...Array.from({ length: 32 }, () => member)]));
+    expect((await fsp.stat(bomb)).size).toBeLessThan(4 * 1024 * 1024);
+
+    const before = ((await get(`${daemon!.control}/servers`)) as Obj[]).length;
+    for (const f of [long, bomb]) {
+      // A heap far smaller than the line: the load must never hold it.
+      const res = await runCli(['mirror', 'load', f, '--data-dir', dataDir], { env: { ...CLI_ENV, NODE_OPTIONS: '--max-old-space-size=96' } });
+      expect(res.code, res.stderr).toBe(1);
+      // Past the line naming the daemon it talks to, the error is one line.
+      const lines = res.stderr.trim().split('\n').filter((l) => !l.startsWith('daemon pid '));
+      expect(lines, res.stderr.slice(0, 2000)).toHaveLength(1);
+      expect(res.stderr).toMatch(/is not a usable capture: line 2 is over 8 MiB .*--max-line-mib/);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(((await get(`${daemon!.control}/servers`)) as Obj[]).length).toBe(before);
+  });
+
+  it("finishes only its own unactivated image: one of that uuid that is someone else's is left alone and reported", async () => {
+    const imgapi = daemon!.urls.imgapi as string;
+    const image = (name: string, owner: string, uuid = newUuid()): Obj => ({
+      v: 2, uuid, owner, name, version: '1.0.0', type: 'zone-dataset', os: 'smartos', requirements: { min_platform: { '7.0': '20240101T000000Z' } },
+    });
+    // Someone's upload under way in the loading DC, with the uuid of a captured image.
+    const theirs = image('their-image', '7e6f5d4c-3b2a-4190-8f7e-6d5c4b3a2910');
+    const imported = await fetch(`${imgapi}/images/${theirs.uuid}?action=import`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(theirs) });
+    expect(imported.status, await imported.text()).toBeLessThan(300);
+    // The capture's own image, cut off after its import by an earlier load: finished.
+    const mine = image('my-image', OWNER);
+    await fetch(`${imgapi}/images/${mine.uuid}?action=import`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mine) });
+    const f = path.join(tmp, 'images.mirror.gz');
+    const w = new CaptureWriter(f);
+    await w.write('image', { ...image('my-copy-of-it', OWNER, theirs.uuid as string), state: 'active' });
+    await w.write('image', { ...mine, state: 'active' });
+    await w.finish({ source: { cnapi: 'x', vmapi: 'x', napi: 'x' }, capturedAt: new Date().toISOString(), durationMs: 0, redacted: false, vmStates: ['active'], adminUuid: '930896af-bf8c-48d4-885c-6573a94b1853', skipped: [] });
+    const res = await runCli(['mirror', 'load', f, '--data-dir', dataDir]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/images whose uuid the loading DC gives another, unactivated image \(left alone\): 1/);
+    expect(await get(`${imgapi}/images/${theirs.uuid}`)).toMatchObject({ state: 'unactivated', owner: theirs.owner, name: 'their-image' });
+    expect(await get(`${imgapi}/images/${mine.uuid}`)).toMatchObject({ state: 'active', owner: OWNER, name: 'my-image' });
   });
 });

@@ -45,6 +45,13 @@ describe('profile files', () => {
     await expect(loadProfileFiles(path.join(dir, 'absent'), true)).rejects.toThrow(/cannot read the profiles dir/);
   });
 
+  it('refuses a profile file over 1 MiB by name; a good file beside it is no error', async () => {
+    const dir = await dirWith({ 'a.yaml': 'name: fine\n', 'b.yaml': `name: padded\n# ${'x'.repeat(1024 * 1024)}\n` });
+    const err = await loadProfileFiles(dir, true).catch((e: Error) => e);
+    expect((err as Error).message).toContain(`${path.join(dir, 'b.yaml')} is over 1 MiB: too large for a profile file`);
+    expect((err as Error).message).not.toContain('a.yaml');
+  });
+
   it('names the file and the line of each mistake', () => {
     const errorsOf = (text: string): string[] => parseProfileFile('p.yaml', text).errors;
     expect(errorsOf('name: a\ncores: 4\n')).toEqual([expect.stringMatching(/^p\.yaml:2: unknown key "cores"; known: name, extends/)]);

@@ -12,7 +12,7 @@ import { CLI_MAIN } from './paths.js';
 export interface DaemonJsonView {
   pid: number;
   state: 'starting' | 'running';
-  control: { url: string };
+  control: { url: string; socket?: string };
   servers: Record<string, { ip: string; port: number }>;
 }
 
@@ -23,6 +23,8 @@ export interface DaemonStartOptions {
   logLevel: string;
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** Extra `mockcloud daemon` flags (e.g. --max-connections). */
+  daemonArgs?: string[];
   /** Bound on the wait for daemon.json to say 'running'. */
   readyTimeoutMs: number;
   /** Called right after the spawn, before the wait for 'running' (e.g. to attach a profiler). */
@@ -89,6 +91,7 @@ export class DaemonProcess {
       '--cmon-port', '0',
       '--log-file', logFile,
       '--log-level', opts.logLevel,
+      ...(opts.daemonArgs ?? []),
     ];
     const spawnedAt = Date.now();
     const child = spawn(process.execPath, args, {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { renderChart } from './chart.js';
 import { cleanUpNow } from './cleanup.js';
+import { DEFAULT_DRILL_JSON, type DrillReport } from './drill-report.js';
 import { renderMarkdown } from './markdown.js';
 import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
@@ -81,11 +82,16 @@ export async function writeOutputs(report: BenchReport, opts: BenchOptions): Pro
     const chartPath = chartPathFor(opts.docPath);
     await writeFile(chartPath, renderChart(report.steps, report.finishedAt));
     const analysis = await readFile(path.join(PROJECT_ROOT, 'tools', 'bench', 'analysis.md'), 'utf8').catch(() => undefined);
+    const drill = await readFile(DEFAULT_DRILL_JSON, 'utf8').then(
+      (t) => JSON.parse(t) as DrillReport,
+      () => undefined,
+    );
     const md = renderMarkdown({
       report,
       chartRef: toPosix(path.relative(docDir, chartPath)),
       jsonRef: toPosix(path.relative(docDir, opts.jsonPath)),
       ...(analysis !== undefined ? { analysis } : {}),
+      ...(drill?.version === 1 ? { drill } : {}),
     });
     await writeFile(opts.docPath, md);
     written.push(opts.docPath, chartPath);

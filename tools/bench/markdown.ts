@@ -4,6 +4,7 @@
  * tools/bench/analysis.md so a regenerated document does not lose it).
  */
 import path from 'node:path';
+import { renderDrill, type DrillReport } from './drill-report.js';
 import { FIGURES, fmt, fmtN } from './figures.js';
 import { agentsLines } from './agents-step.js';
 import { mirrorLines } from './table.js';
@@ -18,6 +19,8 @@ export interface MarkdownInputs {
   jsonRef: string;
   /** tools/bench/analysis.md, when present. */
   analysis?: string;
+  /** tools/bench/results/drill.json (`npm run drill`), when present. */
+  drill?: DrillReport;
 }
 
 export function renderMarkdown(inp: MarkdownInputs): string {
@@ -109,6 +112,8 @@ export function renderMarkdown(inp: MarkdownInputs): string {
     }
     out.push('');
   }
+
+  if (inp.drill) out.push(...renderDrill(inp.drill));
 
   const failed = steps.filter((s) => s.errors.length > 0);
   if (failed.length > 0) {

@@ -12,7 +12,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConnectionGuard } from '../../common/connection-guard.js';
+import { capMessage, ConnectionGuard } from '../../common/connection-guard.js';
 import { MockcloudError } from '../../common/errors.js';
 import { failureFields, type Logger } from '../../common/log.js';
 
@@ -25,7 +25,7 @@ export class ListenerSet {
   /** Binds run one after another, so with port 0 the later ones know the port to reuse. */
   private chain: Promise<void> = Promise.resolve();
   /** CMON keeps its scrape connections alive; idle ones go after the same 65 s as the servers'. */
-  readonly connections = new ConnectionGuard({ idleTimeoutMs: 65_000, maxConnections: 1024 });
+  readonly connections: ConnectionGuard;
 
   constructor(
     port: number,
@@ -33,6 +33,10 @@ export class ListenerSet {
     private readonly log: Logger,
   ) {
     this.port = port;
+    this.connections = new ConnectionGuard(
+      { idleTimeoutMs: 65_000, maxConnections: 1024 },
+      { onCap: (report) => this.log.warn({ connections: report }, capMessage('cmon-agent', report)) },
+    );
   }
 
   /** Every bound socket's address. */

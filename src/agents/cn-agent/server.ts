@@ -21,7 +21,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import restify from 'restify';
-import { ConnectionGuard, type ConnectionLimits } from '../../common/connection-guard.js';
+import { capMessage, ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import { TurnPacer } from '../../common/turn-pacer.js';
 import { failureFields, logFailure, type Logger } from '../../common/log.js';
@@ -54,8 +54,14 @@ export interface CnAgentServerOptions {
   hostname?: string;
   /** The shared task log file (task-log.ts); none: task logs only in `/history`. */
   taskLogFile?: string;
-  /** Deadlines and the cap on open connections across every CN's socket (connection-guard.ts). */
+  /**
+   * Deadlines and the cap on open connections across every CN's socket (connection-guard.ts).
+   * Without a `maxConnections`, the cap is 6144 or, where the descriptor limit (`fdLimit`)
+   * leaves more room, that limit less one descriptor per CN and DESCRIPTORS_KEPT_ASIDE.
+   */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** The process's descriptor limit (`ulimit -n`); absent: the fixed default cap. */
+  fdLimit?: number | undefined;
   /** How many tasks run at once, and wait, across the fleet and per CN (admission.ts). */
   admissionLimits?: Partial<AdmissionLimits>;
   /**
@@ -76,6 +82,11 @@ export interface RejectionCounters {
 }
 
 const SERVER_NAME = 'Compute Node Agent';
+/**
+ * Descriptors a cap sized from the limit leaves to everything but the CN sockets: the control
+ * API's, the fleet page's and cmon-agent's caps (1024 each), the outbound agent, files.
+ */
+export const DESCRIPTORS_KEPT_ASIDE = 4096;
 /** New connections handed to HTTP per turn of the event loop (see onConnection). */
 const CONNECTIONS_PER_TURN = 64;
 /** Requests whose handling starts per turn of the event loop (see createRestifyServer). */
@@ -101,6 +112,10 @@ export class CnAgentServer {
   private readonly accepted: { slot: CnSlot; sock: net.Socket }[] = [];
   private readonly requestPacer = new TurnPacer(REQUESTS_PER_TURN);
   private stopped = false;
+  /** The cap was given (--max-connections): it stays; else it follows the fleet (capFor). */
+  private readonly fixedCap: boolean;
+  private readonly fixedPerCn: boolean;
+  private readonly fdLimit: number | undefined;
   private readonly taskLog: TaskLogWriter | undefined;
   /** The docker tasks' one-request listeners (stream-listeners.ts). */
   readonly streams: StreamListeners;
@@ -126,7 +141,15 @@ export class CnAgentServer {
       ...(opts.onTaskEnd ? { onTaskEnd: opts.onTaskEnd } : {}),
     });
     this.http = this.createRestifyServer();
-    this.connections = new ConnectionGuard(opts.connectionLimits);
+    this.fixedCap = opts.connectionLimits?.maxConnections !== undefined;
+    this.fixedPerCn = opts.connectionLimits?.maxPerGroup !== undefined;
+    this.fdLimit = opts.fdLimit;
+    const maxConnections = opts.connectionLimits?.maxConnections ?? this.capFor(0);
+    // One CN's port takes at most a quarter of the slots: a flood on it sheds its own idle connections.
+    this.connections = new ConnectionGuard(
+      { maxPerGroup: perCnShare(maxConnections), ...opts.connectionLimits, maxConnections },
+      { onCap: (report) => this.log.warn({ connections: report }, capMessage("the CNs' cn-agent sockets", report)) },
+    );
     this.admission = new TaskAdmission(opts.admissionLimits);
     const { maxQueued, maxInFlight } = this.admission.limits;
     if (this.connections.limits.maxConnections < maxQueued + maxInFlight) {
@@ -185,6 +208,26 @@ export class CnAgentServer {
     return this.slots.get(uuid)?.history.entries;
   }
 
+  /**
+   * The cap on the CN sockets' connections with `cns` CNs listening: the fixed default, or more
+   * when the descriptor limit leaves room for it (one descriptor per CN's listening socket and
+   * DESCRIPTORS_KEPT_ASIDE for the rest): the more of a flood the daemon holds, the fewer
+   * connections it has to shed and the flood to reopen.
+   */
+  private capFor(cns: number): number {
+    const fixed = DEFAULT_CONNECTION_LIMITS.maxConnections;
+    if (this.fdLimit === undefined) return fixed;
+    return Math.max(fixed, Math.min(this.fdLimit - cns - DESCRIPTORS_KEPT_ASIDE, 1_000_000));
+  }
+
+  /** The fleet grew or shrank: the cap follows the descriptors left (unless it was given). */
+  private resizeCap(): void {
+    if (this.fixedCap) return;
+    const cap = this.capFor(this.slots.size);
+    if (cap === this.connections.limits.maxConnections) return;
+    this.connections.setMaxConnections(cap, this.fixedPerCn ? undefined : perCnShare(cap));
+  }
+
   /** Where a CN's agent listens, if attached. */
   addressOf(uuid: string): AgentAddress | undefined {
     return this.slots.get(uuid)?.address;
@@ -218,6 +261,7 @@ export class CnAgentServer {
         if (listener.listening) this.log.error({ ...failureFields(err), server: cn.uuid }, 'cn-agent listener error');
       });
       this.slots.set(cn.uuid, slot);
+      this.resizeCap();
       cn.agentAddress = slot.address;
       this.log.debug({ server: cn.uuid, ip, port }, 'cn-agent attached');
       return slot.address;
@@ -231,6 +275,7 @@ export class CnAgentServer {
     const slot = this.slots.get(uuid);
     if (!slot) return;
     this.slots.delete(uuid);
+    this.resizeCap();
     slot.open = false;
     this.admission.dropCn(uuid, new Error(`task aborted: ${this.stopped ? 'cn-agent is stopping' : 'the mock CN was removed'}`));
     const closed = new Promise<void>((resolve) => slot.listener.close(() => resolve()));
@@ -293,22 +338,45 @@ export class CnAgentServer {
   }
 
   /**
-   * A new connection waits here, unread, until a later turn of the event loop hands it to the
-   * HTTP server, CONNECTIONS_PER_TURN at a time. Thousands of requests arriving at once would
-   * otherwise all be parsed and dispatched in one turn (3.4 s at 5,000) while no heartbeat
-   * timer could fire.
+   * A new connection is handed to the HTTP server only once it sends something: one that never
+   * does (a flood of idle sockets) costs its descriptor and a place in the connection guard,
+   * no parser, and is the first shed at the cap. Its first bytes are put back (unshift) for
+   * the parser to read. Connections that spoke wait here until a later turn of the event loop
+   * hands them over, CONNECTIONS_PER_TURN at a time: thousands of requests arriving at once
+   * would otherwise all be parsed and dispatched in one turn (3.4 s at 5,000) while no
+   * heartbeat timer could fire.
    */
   private onConnection(slot: CnSlot | undefined, sock: net.Socket): void {
-    if (!slot || !slot.open || this.accepted.length >= this.connections.limits.maxConnections) {
+    if (!slot || !slot.open) {
       sock.destroy();
       return;
     }
-    this.accepted.push({ slot, sock });
-    if (this.accepted.length === 1) setImmediate(() => this.serveAccepted());
+    if (!this.connections.admit(sock, slot.cn.uuid, { silent: true })) return;
+    slot.sockets.add(sock);
+    sock.once('close', () => slot.sockets.delete(sock));
+    // Closed before a byte: nobody to answer.
+    const onEnd = (): void => void sock.destroy();
+    sock.once('end', onEnd);
+    sock.once('data', (first: Buffer) => {
+      sock.pause();
+      sock.off('end', onEnd);
+      sock.unshift(first);
+      this.connections.spoke(sock);
+      this.accepted.push({ slot, sock });
+      if (this.accepted.length === 1) setImmediate(() => this.serveAccepted());
+    });
+    sock.resume();
   }
 
   private serveAccepted(): void {
-    const batch = this.accepted.splice(0, CONNECTIONS_PER_TURN);
+    // Connections shed while they waited cost nothing: the slice counts live ones only.
+    let taken = 0;
+    let live = 0;
+    while (taken < this.accepted.length && live < CONNECTIONS_PER_TURN) {
+      if (!this.accepted[taken]!.sock.destroyed) live++;
+      taken++;
+    }
+    const batch = this.accepted.splice(0, taken);
     if (this.accepted.length > 0) setImmediate(() => this.serveAccepted());
     for (const { slot, sock } of batch) {
       if (!slot.open || sock.destroyed) {
@@ -316,8 +384,6 @@ export class CnAgentServer {
         continue;
       }
       this.socketSlots.set(sock, slot);
-      slot.sockets.add(sock);
-      sock.once('close', () => slot.sockets.delete(sock));
       this.http.server.emit('connection', sock);
       sock.resume();
     }
@@ -469,6 +535,11 @@ export class CnAgentServer {
       release();
     }
   }
+}
+
+/** One CN's port takes at most a quarter of the CN sockets' slots. */
+function perCnShare(cap: number): number {
+  return Math.max(16, Math.floor(cap / 4));
 }
 
 /** A task whose params did not pass its checks: it runs, and fails with their message. */

@@ -34,6 +34,9 @@ import type { Logger } from '../../common/log.js';
 import { doublingDelay } from '../../runtime/backoff.js';
 import type { Scheduler, ScheduledJob } from '../../runtime/scheduler.js';
 
+/** The largest frame taken from NAPI's changefeed (an item or the bootstrap answer). */
+export const MAX_CHANGE_FRAME_BYTES = 1024 * 1024;
+
 export type ChangefeedResource = ChangeKind;
 export type ChangefeedItem = ChangeItem;
 
@@ -127,6 +130,8 @@ export class ChangefeedListener {
     const ws = new WebSocket(urls.socket, {
       headers: { 'accept-version': LISTENER_ACCEPT_VERSION, 'user-agent': this.o.userAgent },
       handshakeTimeout: 10_000,
+      // A change item names one NIC or network: a frame past this is not NAPI's (ws closes with 1009; we reconnect).
+      maxPayload: MAX_CHANGE_FRAME_BYTES,
     });
     this.ws = ws;
     ws.on('open', () => {

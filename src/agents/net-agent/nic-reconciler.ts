@@ -15,6 +15,7 @@
  * Failures retry with backoff (doubling, capped), coalesced with any newer desire.
  */
 import { toMockcloudError } from '../../common/errors.js';
+import { nicBelongsTo } from '../../common/ownership.js';
 import type { Logger } from '../../common/log.js';
 import { doublingDelay } from '../../runtime/backoff.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
@@ -29,6 +30,8 @@ export interface NicCounters {
   nicDeletes: number;
   nicClaims: number;
   nicFailures: number;
+  /** NICs not released or updated because NAPI gives them to someone else. */
+  nicsLeftAlone: number;
 }
 
 export interface ReconcilerDeps {
@@ -66,12 +69,20 @@ export class NicReconciler {
       this.d.scheduler.cancel(t.retryJob);
       t.retryJob = undefined;
     }
-    void this.run(t);
+    this.start(t);
   }
 
   cancel(t: NicTrack): void {
     this.d.scheduler.cancel(t.retryJob);
     t.retryJob = undefined;
+  }
+
+  /** Run the NIC's steps, counted among its CN's requests in flight until they end. */
+  private start(t: NicTrack): void {
+    const running = this.run(t);
+    const inFlight = t.owner.inFlight;
+    inFlight.add(running);
+    void running.finally(() => inFlight.delete(running));
   }
 
   private async run(t: NicTrack): Promise<void> {
@@ -99,7 +110,7 @@ export class NicReconciler {
       if (!t.owner.detached && this.d.isRunning()) {
         t.retryJob = this.d.scheduler.schedule(delay, () => {
           t.retryJob = undefined;
-          void this.run(t);
+          this.start(t);
         });
       }
     } finally {
@@ -108,7 +119,7 @@ export class NicReconciler {
     if (t.dirty && !t.retryJob && !t.finished && !t.owner.detached && this.d.isRunning()) {
       t.retryJob = this.d.scheduler.schedule(0, () => {
         t.retryJob = undefined;
-        void this.run(t);
+        this.start(t);
       });
     }
   }
@@ -153,6 +164,7 @@ export class NicReconciler {
           }
         } else if (!t.warnedForeign) {
           t.warnedForeign = true;
+          this.d.counters.nicsLeftAlone++;
           this.d.log.warn(
             { server: t.owner.cn.uuid, mac: t.mac, napiOwner: remote.belongs_to_uuid, napiType: remote.belongs_to_type },
             'NAPI gives this NIC to someone else; leaving it alone',
@@ -181,8 +193,11 @@ export class NicReconciler {
     if (t.stale || t.remote === undefined || !t.etag) await this.fetch(t, ua);
     if (t.local !== undefined) return void (t.dirty = true);
     const remote = t.remote;
-    const deletable =
-      remote && t.etag && remote.belongs_to_uuid === t.releaseOwner && (remote.state === 'running' || remote.state === 'stopped');
+    // Only a NIC NAPI still gives to the owner being released, as that kind of owner
+    // (src/common/ownership.ts); another's is left alone and counted.
+    const owned = remote && t.releaseOwner && nicBelongsTo(remote, [{ uuid: t.releaseOwner, type: t.releaseType ?? 'zone' }]);
+    if (remote && !owned) this.d.counters.nicsLeftAlone++;
+    const deletable = owned && t.etag && (remote.state === 'running' || remote.state === 'stopped');
     if (!deletable) {
       this.finish(t);
       return;

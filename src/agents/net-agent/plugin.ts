@@ -57,6 +57,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
     nicDeletes: 0,
     nicClaims: 0,
     nicFailures: 0,
+    nicsLeftAlone: 0,
     vmUpdates: 0,
     vmUpdateFailures: 0,
     nicsRemovedFromVms: 0,
@@ -176,8 +177,12 @@ export class NetAgentPlugin implements CnAgentPlugin {
     if (this.running) this.schedulePass(cn, this.spread());
   }
 
-  /** Stop serving a CN. Its NAPI records stay: removing a server releases them (ServerFactory). */
-  detach(uuid: string): void {
+  /**
+   * Stop serving a CN. Its NAPI records stay: removing a server releases them (ServerFactory),
+   * once this resolves: when no request of the CN is in flight any more (a NIC POSTed after the
+   * clean-up read NAPI would outlive the CN).
+   */
+  async detach(uuid: string): Promise<void> {
     const cn = this.cns.get(uuid);
     if (!cn) return;
     this.cns.delete(uuid);
@@ -188,6 +193,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
     for (const t of [...cn.nics.values()]) this.dropTrack(t);
     cn.vmMacs.clear();
     cn.serverMacs.clear();
+    await Promise.allSettled([...cn.inFlight]);
   }
 
   stats(): Record<string, number> {
@@ -325,6 +331,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
     t.local = local;
     t.vmUuid = vmUuid;
     t.releaseOwner = undefined;
+    t.releaseType = undefined;
     this.reconciler!.kick(t);
     return true;
   }
@@ -337,6 +344,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
     t.local = undefined;
     t.lost = false;
     t.releaseOwner = owner;
+    t.releaseType = owner === cn.cn.uuid ? 'server' : 'zone';
     this.reconciler!.kick(t);
   }
 

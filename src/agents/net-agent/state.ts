@@ -17,6 +17,8 @@ export class NicTrack {
   /** What NAPI should say; undefined = the NIC is being released from `releaseOwner`. */
   local: LocalNic | undefined;
   releaseOwner: string | undefined;
+  /** What kind of owner `releaseOwner` is: the CN itself ('server') or one of its VMs ('zone'). */
+  releaseType: 'server' | 'zone' | undefined;
   /** For zone NICs: the VM that has it. */
   vmUuid: string | undefined;
   /** NAPI's copy: undefined = not asked yet, null = NAPI has none. */
@@ -66,6 +68,8 @@ export class CnNet {
   started = false;
   detached = false;
   passJob: ScheduledJob | undefined;
+  /** Its NICs' steps running now (NAPI requests in flight): a removal waits for them. */
+  readonly inFlight = new Set<Promise<void>>();
 
   constructor(readonly cn: MockCn) {}
 }

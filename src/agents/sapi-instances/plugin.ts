@@ -16,11 +16,14 @@
  *   adopt       agent_install's new instance, at once (the task logs the outcome; a failure
  *               queues the CN for the background runs, the install still succeeds).
  *   release     a deleted CN's instances (its agents' and every instance uuid mockcloud derives
- *               for it) are deleted; what SAPI cannot take now is journalled and retried.
+ *               for it) are deleted, each only while SAPI says it is that CN's
+ *               (`params.server_uuid`; src/common/ownership.ts): another CN's is left alone and
+ *               counted (`leftAlone`); what SAPI cannot take now is journalled and retried.
  *
  * All requests go through the daemon's shared HTTP client, bulk work in its background lane.
  */
 import { builtinInstanceUuid, BUILTIN_AGENTS } from '../../mockcn/agents-dir.js';
+import { instanceIsOfServer } from '../../common/ownership.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
@@ -59,7 +62,7 @@ export interface AdoptResult {
 export class SapiInstancesPlugin implements CnAgentPlugin {
   readonly name = 'sapi-instances';
   readonly options: SapiInstancesOptions;
-  readonly counters = { adopted: 0, present: 0, deleted: 0, adoptFailures: 0, deleteFailures: 0, noService: 0, runs: 0, listings: 0 };
+  readonly counters = { adopted: 0, present: 0, deleted: 0, adoptFailures: 0, deleteFailures: 0, noService: 0, runs: 0, listings: 0, leftAlone: 0 };
   private readonly ctx: AgentPluginContext;
   private readonly log: Logger;
   private readonly sapi: SapiClient | undefined;
@@ -68,6 +71,8 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
   private readonly pending = new Set<string>();
   /** CNs being removed: never adopted again. */
   private readonly removed = new Set<string>();
+  /** agent_install's adoptions in flight, by CN: a release waits for them. */
+  private readonly adopting = new Map<string, Set<Promise<unknown>>>();
   /** Agents without a service that were already logged. */
   private readonly warnedNoService = new Set<string>();
   private job: ScheduledJob | undefined;
@@ -124,17 +129,31 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
    * Adopt these agents of a CN now (agent_install). Rejects when SAPI cannot be asked; the CN is
    * then queued for the background runs.
    */
-  async adopt(cn: MockCn, agents: readonly AgentRecord[]): Promise<AdoptResult> {
+  adopt(cn: MockCn, agents: readonly AgentRecord[]): Promise<AdoptResult> {
+    if (!this.sapi || this.removed.has(cn.uuid)) return Promise.resolve({ adopted: [], present: [], noService: [] });
+    const running = this.adoptNow(cn, agents);
+    let set = this.adopting.get(cn.uuid);
+    if (!set) this.adopting.set(cn.uuid, (set = new Set()));
+    const mine = set;
+    mine.add(running);
+    void running.catch(() => undefined).finally(() => {
+      mine.delete(running);
+      if (mine.size === 0 && this.adopting.get(cn.uuid) === mine) this.adopting.delete(cn.uuid);
+    });
+    return running;
+  }
+
+  private async adoptNow(cn: MockCn, agents: readonly AgentRecord[]): Promise<AdoptResult> {
     const result: AdoptResult = { adopted: [], present: [], noService: [] };
-    if (!this.sapi || this.removed.has(cn.uuid)) return result;
+    const sapi = this.sapi!;
     try {
-      const services = await this.sapi.agentServices(false);
+      const services = await sapi.agentServices(false);
       for (const inst of instancesOf(cn, agents)) {
         const svc = this.serviceOf(services, inst.name);
         if (!svc) result.noService.push(inst.name);
-        else if (await this.sapi.exists(inst.uuid, false)) result.present.push(inst.uuid);
+        else if (await sapi.exists(inst.uuid, false)) result.present.push(inst.uuid);
         else {
-          await this.sapi.adopt(inst, svc, false);
+          await sapi.adopt(inst, svc, false);
           this.counters.adopted++;
           result.adopted.push(inst.uuid);
         }
@@ -155,7 +174,9 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
    */
   async release(cn: Pick<MockCn, 'uuid' | 'agents'>): Promise<string[]> {
     this.detach(cn.uuid);
+    // What is being adopted for it now lands first, then is deleted with the rest.
     if (this.chunk?.cns.has(cn.uuid)) await this.chunk.done.catch(() => undefined);
+    await Promise.allSettled([...(this.adopting.get(cn.uuid) ?? [])]);
     if (!this.sapi) return [];
     // Its agents' instances, and every instance uuid mockcloud derives for it (an agent
     // uninstalled since it was adopted leaves no file naming its instance).
@@ -167,7 +188,7 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
     await Promise.all(
       [...uuids].map(async (u) => {
         try {
-          if (await this.sapi!.delete(u)) this.counters.deleted++;
+          await this.deleteIfOf(u, cn.uuid);
         } catch (err) {
           failed.push(u);
           firstError ||= (err as Error).message;
@@ -178,7 +199,7 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
     );
     this.removed.delete(cn.uuid);
     if (failed.length === 0) return [];
-    await this.deletes.add(failed);
+    await this.deletes.add(failed.map((u): [string, string] => [u, cn.uuid]));
     this.schedule(this.options.retryMinMs);
     return [`SAPI: ${failed.length} instance(s) not deleted yet (${firstError}); retried in the background`];
   }
@@ -219,15 +240,15 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
 
   private async retryDeletes(): Promise<boolean> {
     if (this.deletes.size === 0 || !this.sapi) return true;
-    const all = [...this.deletes.uuids];
+    const all = [...this.deletes.instances];
     const done: string[] = [];
     // A slice at a time: a backlog of thousands of deleted CNs never queues all its requests at once.
     const slice = this.options.chunkCns * 8;
     for (let i = 0; i < all.length && !this.stopped; i += slice) {
       await Promise.all(
-        all.slice(i, i + slice).map(async (u) => {
+        all.slice(i, i + slice).map(async ([u, server]) => {
           try {
-            if (await this.sapi!.delete(u)) this.counters.deleted++;
+            await this.deleteIfOf(u, server);
             done.push(u);
           } catch {
             this.counters.deleteFailures++;
@@ -239,6 +260,29 @@ export class SapiInstancesPlugin implements CnAgentPlugin {
     await this.deletes.remove(done);
     if (done.length > 0) this.log.info({ deleted: done.length, left: this.deletes.size }, 'deleted SAPI instances of deleted CNs');
     return this.deletes.size === 0;
+  }
+
+  /**
+   * Delete an instance of a deleted CN, once SAPI shows it is that CN's (`params.server_uuid`).
+   * An entry an older version journalled names no CN: its instance must be one whose uuid
+   * mockcloud derives from the CN SAPI names. Anything else is left alone and counted.
+   */
+  private async deleteIfOf(uuid: string, server: string | undefined): Promise<void> {
+    const inst = await this.sapi!.get(uuid, true);
+    if (!inst) return;
+    const named = (inst.params as { server_uuid?: unknown } | undefined)?.server_uuid;
+    const ours = server
+      ? instanceIsOfServer(inst, server)
+      : typeof named === 'string' && BUILTIN_AGENTS.some((a) => builtinInstanceUuid(named, a.name) === uuid);
+    if (!ours) {
+      this.counters.leftAlone++;
+      this.log.warn(
+        { instance: uuid, server, sapiServer: named },
+        `SAPI instance ${uuid} is not the deleted CN's (params.server_uuid ${JSON.stringify(named)}): left alone`,
+      );
+      return;
+    }
+    if (await this.sapi!.delete(uuid)) this.counters.deleted++;
   }
 
   private async adoptPending(): Promise<boolean> {

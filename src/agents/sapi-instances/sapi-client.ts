@@ -59,10 +59,15 @@ export class SapiClient {
 
   /** Whether SAPI has the instance (`GET /instances/:uuid`: 200 or 404). */
   async exists(uuid: string, background: boolean): Promise<boolean> {
+    return (await this.get(uuid, background)) !== undefined;
+  }
+
+  /** The instance (`GET /instances/:uuid`), or undefined on a 404. */
+  async get(uuid: string, background: boolean): Promise<Record<string, unknown> | undefined> {
     const url = `${this.url}/instances/${encodeURIComponent(uuid)}`;
-    const res = await this.http.request({ method: 'GET', url, headers: HEADERS, background });
-    if (res.statusCode === 404) return false;
-    if (res.statusCode >= 200 && res.statusCode < 300) return true;
+    const res = await this.http.request<Record<string, unknown>>({ method: 'GET', url, headers: HEADERS, background });
+    if (res.statusCode === 404) return undefined;
+    if (res.statusCode >= 200 && res.statusCode < 300) return typeof res.body === 'object' && res.body !== null ? res.body : {};
     throw new HttpStatusError(res.statusCode, res.body, { method: 'GET', url });
   }
 
@@ -86,7 +91,7 @@ export class SapiClient {
     });
   }
 
-  /** `DELETE /instances/:uuid`; true when deleted, false when SAPI had no such instance. */
+  /** `DELETE /instances/:uuid`; true when deleted, false when SAPI had no such instance. The caller checked it is its. */
   async delete(uuid: string): Promise<boolean> {
     const url = `${this.url}/instances/${encodeURIComponent(uuid)}`;
     const res = await this.http.request({ method: 'DELETE', url, headers: HEADERS, background: true });

@@ -20,6 +20,7 @@ import type { CnAgentPlugin, AgentPluginContext } from '../../runtime/agent-plug
 import { doublingDelay } from '../../runtime/backoff.js';
 import { Scheduler, type ScheduledJob } from '../../runtime/scheduler.js';
 import { toMockcloudError } from '../../common/errors.js';
+import { vmIsOnServer } from '../../common/ownership.js';
 import { failureFields, type Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm, VmEvent, VmSubscription } from '../../vmadm/types.js';
@@ -46,6 +47,8 @@ class VmLink {
   /** VM uuids waiting for a PUT, oldest first; a uuid waits at most once. */
   readonly queue = new Set<string>();
   busy = false;
+  /** The request in flight while busy: a detach waits for it. */
+  work: Promise<void> | undefined;
   detached = false;
   /** VMs whose last PUT failed and that wait for their retry. */
   readonly retries = new Map<string, VmRetry>();
@@ -64,6 +67,8 @@ export interface VmAgentCounters {
   vmPuts: number;
   vmPutFailures: number;
   destroyedPuts: number;
+  /** VMs VMAPI listed for the CN that it places on another server: never sent back. */
+  leftAlone: number;
 }
 
 export class VmAgentPlugin implements CnAgentPlugin {
@@ -77,6 +82,7 @@ export class VmAgentPlugin implements CnAgentPlugin {
     vmPuts: 0,
     vmPutFailures: 0,
     destroyedPuts: 0,
+    leftAlone: 0,
   };
   private readonly links = new Map<string, VmLink>();
   private readonly ctx: AgentPluginContext;
@@ -120,7 +126,8 @@ export class VmAgentPlugin implements CnAgentPlugin {
     if (this.running) this.scheduleStart(link);
   }
 
-  detach(uuid: string): void {
+  /** Stop serving a CN; resolves when its VMAPI request in flight (if any) has ended. */
+  async detach(uuid: string): Promise<void> {
     const link = this.links.get(uuid);
     if (!link) return;
     this.links.delete(uuid);
@@ -128,6 +135,7 @@ export class VmAgentPlugin implements CnAgentPlugin {
     this.release(link);
     link.subscription?.unsubscribe();
     link.subscription = undefined;
+    await link.work;
   }
 
   stats(): Record<string, number> {
@@ -202,10 +210,11 @@ export class VmAgentPlugin implements CnAgentPlugin {
       work = this.sendVm(link, next.value);
     }
     link.busy = true;
-    work
+    link.work = work
       .catch((err: unknown) => this.log.error({ err, server: link.cn.uuid }, 'vm-agent internal error'))
       .finally(() => {
         link.busy = false;
+        link.work = undefined;
         this.pump(link);
       });
   }
@@ -221,7 +230,17 @@ export class VmAgentPlugin implements CnAgentPlugin {
     const ua = this.userAgent(cn);
     link.syncState = 'idle';
     try {
-      const remote = await vmapi.listActive(cn.uuid, ua, this.options.pageLimit);
+      // Only VMs VMAPI places on this CN: one of another server (a VMAPI that ignored the
+      // filter) must never go back as destroyed (src/common/ownership.ts).
+      const listed = await vmapi.listActive(cn.uuid, ua, this.options.pageLimit);
+      const remote = listed.filter((vm) => vmIsOnServer(vm, cn.uuid));
+      if (remote.length < listed.length) {
+        this.counters.leftAlone += listed.length - remote.length;
+        this.log.warn(
+          { server: cn.uuid, foreign: listed.length - remote.length },
+          `VMAPI listed ${listed.length - remote.length} VM(s) of other servers for server_uuid=${cn.uuid}: left alone (does VMAPI ignore the filter?)`,
+        );
+      }
       const all = cn.vms.list({ include_dni: true });
       const dni = new Set<string>();
       const local: Vm[] = [];

@@ -25,6 +25,11 @@ import {
   type ResourceConfig,
 } from './protocol.js';
 
+/** The largest frame a listener may send (its registration is well under 1 KiB). */
+export const MAX_LISTENER_FRAME_BYTES = 64 * 1024;
+/** Change items waiting for a listener that does not read, at most. */
+export const MAX_LISTENER_BUFFERED_BYTES = 8 * 1024 * 1024;
+
 interface ListenerRegistration {
   instance: string;
   service?: string;
@@ -47,7 +52,8 @@ export class ChangefeedPublisher {
   /** resource -> instance -> registration. */
   private readonly registrations = new Map<string, Map<string, ListenerRegistration>>();
   private readonly sockets = new Set<WebSocket>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  /** A listener sends a registration and heartbeats, small frames: more closes it (1009). */
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_LISTENER_FRAME_BYTES });
   private published = 0;
 
   constructor(opts: ChangefeedPublisherOptions) {
@@ -96,6 +102,12 @@ export class ChangefeedPublisher {
     for (const reg of regs.values()) {
       if (!wantsItem(reg.subResources, item.changeKind)) continue;
       if (reg.socket.readyState !== reg.socket.OPEN) continue;
+      // A listener that does not read is dropped, not buffered for: it reconnects and bootstraps.
+      if (reg.socket.bufferedAmount > MAX_LISTENER_BUFFERED_BYTES) {
+        this.log.warn({ instance: reg.instance }, 'changefeed listener does not keep up: closing its socket');
+        reg.socket.terminate();
+        continue;
+      }
       reg.socket.send(text);
       this.published++;
     }

@@ -10,7 +10,8 @@
  *   instead of being printed to stderr;
  * - MACs are lower-case with colons (the library gives `AA-BB-...`);
  * - a packet is sent at BOOTP's 300 bytes at least, as PXE ROMs and sdc-booter's replies are;
- * - anything the library cannot read is a `DhcpFormatError`, never a crash.
+ * - anything the library cannot read is a `DhcpFormatError`, never a crash;
+ * - a packet over MAX_DHCP_PACKET_BYTES is not read at all (a `DhcpFormatError`).
  *
  * Option 82's payload (RFC 3046) is a list of sub-options; the library carries it as bytes,
  * and `relayAgentInfo`/`parseRelayAgentInfo` turn a circuit id into those and back.
@@ -187,7 +188,14 @@ export function encodeDhcp(p: DhcpPacket): Buffer {
 }
 
 /** The packet in `buf`; a DhcpFormatError for anything that is not one. */
+/**
+ * A DHCP packet at most: one Ethernet frame's payload. A PXE ROM's request, relayed with option
+ * 82, is under 600 bytes and booter's answer under 500; a larger datagram is not a boot.
+ */
+export const MAX_DHCP_PACKET_BYTES = 1500;
+
 export function decodeDhcp(buf: Buffer): DhcpPacket {
+  if (buf.length > MAX_DHCP_PACKET_BYTES) throw new DhcpFormatError(`not a DHCP packet: ${buf.length} bytes, over ${MAX_DHCP_PACKET_BYTES}`);
   let raw: RawPacket;
   try {
     raw = protocol.parse(buf);

@@ -22,8 +22,12 @@ export const FP_STATUS_END = 2;
 export const FP_STATUS_ERROR = 3;
 export const FP_HEADER_SZ = 15;
 export const FP_MSGID_MAX = 2 ** 31 - 1;
-/** A frame larger than this is a broken peer, not a message. */
-const MAX_DATA = 64 * 1024 * 1024;
+/**
+ * A frame's JSON at most, unless the reader says otherwise: a larger one is a broken peer, not
+ * a message (node-fast itself sets no bound). As the daemon's other outbound answers
+ * (http-client.ts): 64 MiB.
+ */
+export const MAX_FAST_DATA_BYTES = 64 * 1024 * 1024;
 
 export interface FastMessage {
   status: number;
@@ -49,27 +53,46 @@ export function fastData(name: string, d: unknown): FastMessage['data'] {
   return { m: { uts: Math.round(performance.timeOrigin * 1000 + performance.now() * 1000), name }, d };
 }
 
-/** Splits a byte stream into messages; throws on a frame that is not node-fast's. */
+/**
+ * Splits a byte stream into messages; throws on a frame that is not node-fast's, or whose
+ * header announces more than `maxDataBytes` of JSON (at once: the frame is never buffered).
+ * The chunks of a frame are kept apart until the whole frame is in, so a large one costs one
+ * copy, not one per chunk.
+ */
 export class FastDecoder {
-  private buf: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private size = 0;
+  /** Bytes the next step needs: a header, then the whole frame it announced. */
+  private need = FP_HEADER_SZ;
+
+  constructor(private readonly maxDataBytes = MAX_FAST_DATA_BYTES) {}
 
   push(chunk: Buffer): FastMessage[] {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.chunks.push(chunk);
+    this.size += chunk.length;
     const out: FastMessage[] = [];
-    while (this.buf.length >= FP_HEADER_SZ) {
-      const version = this.buf.readUInt8(0);
-      const type = this.buf.readUInt8(1);
-      const status = this.buf.readUInt8(2);
-      const msgid = this.buf.readUInt32BE(3);
-      const sum = this.buf.readUInt32BE(7);
-      const len = this.buf.readUInt32BE(11);
+    while (this.size >= this.need) {
+      const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+      const version = buf.readUInt8(0);
+      const type = buf.readUInt8(1);
+      const status = buf.readUInt8(2);
+      const msgid = buf.readUInt32BE(3);
+      const sum = buf.readUInt32BE(7);
+      const len = buf.readUInt32BE(11);
       if (version !== FP_VERSION) throw new Error(`fast protocol: unsupported version ${version}`);
       if (type !== FP_TYPE_JSON) throw new Error(`fast protocol: unsupported type ${type}`);
       if (status < FP_STATUS_DATA || status > FP_STATUS_ERROR) throw new Error(`fast protocol: unsupported status ${status}`);
-      if (len > MAX_DATA) throw new Error(`fast protocol: message of ${len} bytes`);
-      if (this.buf.length < FP_HEADER_SZ + len) break;
-      const text = this.buf.toString('utf8', FP_HEADER_SZ, FP_HEADER_SZ + len);
-      this.buf = this.buf.subarray(FP_HEADER_SZ + len);
+      if (len > this.maxDataBytes) throw new Error(`fast protocol: a message of ${len} bytes, over the ${this.maxDataBytes} taken`);
+      if (buf.length < FP_HEADER_SZ + len) {
+        this.chunks = [buf];
+        this.need = FP_HEADER_SZ + len;
+        break;
+      }
+      const text = buf.toString('utf8', FP_HEADER_SZ, FP_HEADER_SZ + len);
+      const rest = buf.subarray(FP_HEADER_SZ + len);
+      this.chunks = rest.length > 0 ? [rest] : [];
+      this.size = rest.length;
+      this.need = FP_HEADER_SZ;
       if (crc.crc16(text) !== sum) throw new Error(`fast protocol: expected CRC ${sum}, found ${crc.crc16(text)}`);
       const data = JSON.parse(text) as FastMessage['data'];
       if (typeof data !== 'object' || data === null || !data.m || typeof data.m.name !== 'string') {

@@ -15,10 +15,15 @@
  * real booter runs it twice); every answer is still sent.
  *
  * HTTP: `GET /boot.ipxe.01<MAC>` is the iPXE script of the MAC's lease (ipxe.ts).
+ *
+ * Bounded as every listener of the daemon (docs/architecture.md): a DHCP packet larger than
+ * MAX_DHCP_PACKET_BYTES is not read (wire.ts); the HTTP side has the connection guard's
+ * deadlines and a cap of 1024 connections, the oldest idle ones closed first.
  */
 import dgram from 'node:dgram';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { capMessage, ConnectionGuard } from '../../common/connection-guard.js';
 import {
   BOOTREPLY,
   BOOTREQUEST,
@@ -65,6 +70,7 @@ export interface DevBooterStats {
 }
 
 const PIPELINES_AT_ONCE = 4;
+const MAX_HTTP_CONNECTIONS = 1024;
 
 /** RFC 4578 client architecture 7: EFI x86-64 gets the EFI iPXE (lib/dhcp.js DHCP_CLIENT_ARCH_TYPE). */
 const EFI_X86_64 = 7;
@@ -83,6 +89,7 @@ export class DevBooter {
    * turns and CNAPI keeps answering the heartbeats of the CNs that stayed up.
    */
   private readonly turns = new Gate(PIPELINES_AT_ONCE);
+  private readonly connections: ConnectionGuard;
   private readonly log: Logger;
   private host = '127.0.0.1';
   private stopped = false;
@@ -90,6 +97,10 @@ export class DevBooter {
 
   constructor(private readonly opts: DevBooterOptions) {
     this.log = opts.log.child({ component: 'booter' });
+    this.connections = new ConnectionGuard(
+      { maxConnections: MAX_HTTP_CONNECTIONS },
+      { onCap: (report) => this.log.warn({ connections: report }, capMessage("booter's HTTP", report)) },
+    );
     // sdc-booter's clients: one agent, no retries (lib/clients.js `retry: false`).
     this.http = new JsonHttpClient({ maxSockets: 32, timeoutMs: 20_000, userAgent: 'booter/1.7.5 (mockcloud)' });
     this.source = new BootParamsSource({ http: this.http, napiUrl: opts.napiUrl, cnapiUrl: opts.cnapiUrl, adminUuid: opts.adminUuid });
@@ -140,6 +151,8 @@ export class DevBooter {
         else res.destroy();
       }
     });
+    this.connections.watch(server);
+    this.connections.start();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(where.httpPort ?? 0, where.host, () => {
@@ -153,6 +166,7 @@ export class DevBooter {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.connections.stop();
     const sock = this.sock;
     this.sock = undefined;
     if (sock) await new Promise<void>((resolve) => sock.close(() => resolve()));

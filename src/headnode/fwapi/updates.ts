@@ -6,12 +6,24 @@
  * with its `client_id` and gets the server's state first, then each update as
  * `{id, name, req_id, server_id, value}`; `ping` is answered with an empty END. Each
  * firewaller decides itself whether an update touches its CN's VMs, as the real ones do.
+ *
+ * What a client sends is bounded: a frame of at most 64 KiB (its RPCs are a client id and a
+ * version), connections as the connection guard allows them (1024; one that has not called
+ * `messages` within the guard's 30 s is closed, the oldest such first at the cap), and at most
+ * 8 MiB of updates it does not read before it is dropped (it reconnects and syncs).
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { capMessage, ConnectionGuard } from '../../common/connection-guard.js';
 import { encodeFast, FastDecoder, fastData, FP_STATUS_DATA, FP_STATUS_END, FP_STATUS_ERROR, type FastMessage } from '../../common/fast/protocol.js';
 import type { Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
+
+/** A frame from a client at most: node-fast-messages' RPCs are tiny. */
+export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
+/** Updates written to a client that it has not read, at most. */
+export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+const MAX_CONNECTIONS = 1024;
 
 interface Client {
   id: string;
@@ -27,7 +39,8 @@ export class UpdateServer {
   private queue: { name: string; value: unknown; req_id: string }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private nextId = 1;
-  readonly stats = { queued: 0, sent: 0 };
+  private readonly connections: ConnectionGuard;
+  readonly stats = { queued: 0, sent: 0, badFrames: 0, slowClients: 0 };
 
   constructor(
     private readonly log: Logger,
@@ -35,6 +48,10 @@ export class UpdateServer {
     private readonly pollIntervalMs: number,
   ) {
     this.state = { clients: [], server_id: serverId };
+    this.connections = new ConnectionGuard(
+      { maxConnections: MAX_CONNECTIONS },
+      { onCap: (report) => log.warn({ connections: report }, capMessage("FWAPI's update stream", report)) },
+    );
   }
 
   get port(): number {
@@ -55,6 +72,7 @@ export class UpdateServer {
       });
     });
     this.server = server;
+    this.connections.start();
     this.timer = setInterval(() => this.flush(), this.pollIntervalMs);
     this.timer.unref();
   }
@@ -62,6 +80,7 @@ export class UpdateServer {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.connections.stop();
     for (const s of this.sockets) s.destroy();
     const server = this.server;
     this.server = undefined;
@@ -100,18 +119,28 @@ export class UpdateServer {
   }
 
   private write(socket: net.Socket, status: number, msgid: number, name: string, d: unknown): void {
-    if (!socket.destroyed) socket.write(encodeFast({ status, msgid, data: fastData(name, d) }));
+    if (socket.destroyed) return;
+    if (socket.writableLength > MAX_UNREAD_BYTES) {
+      this.stats.slowClients++;
+      this.log.warn({ unread: socket.writableLength }, `fast: a client left over ${MAX_UNREAD_BYTES} bytes unread; dropping it`);
+      socket.destroy();
+      return;
+    }
+    socket.write(encodeFast({ status, msgid, data: fastData(name, d) }));
   }
 
   private onConnection(socket: net.Socket): void {
+    socket.on('error', () => undefined);
+    if (!this.connections.admit(socket)) return;
     this.sockets.add(socket);
-    const decoder = new FastDecoder();
+    const decoder = new FastDecoder(MAX_CLIENT_FRAME_BYTES);
     let clientId: string | undefined;
     socket.on('data', (chunk: Buffer) => {
       let msgs: FastMessage[];
       try {
         msgs = decoder.push(chunk);
       } catch (err) {
+        this.stats.badFrames++;
         this.log.warn({ err }, 'fast: bad frame from a client');
         socket.destroy();
         return;
@@ -126,6 +155,8 @@ export class UpdateServer {
           else if (typeof opts.client_id !== 'string') fail('clients must provide their "client_id"');
           else {
             clientId = opts.client_id;
+            // A subscriber from now on: no deadline, never shed for a newcomer.
+            this.connections.upgraded(socket);
             this.addClient(clientId, socket, m.msgid, typeof opts.version === 'number' && opts.version >= 1);
           }
         } else if (m.data.m.name === 'ping') {
@@ -135,7 +166,6 @@ export class UpdateServer {
         }
       }
     });
-    socket.on('error', () => undefined);
     socket.on('close', () => {
       this.sockets.delete(socket);
       if (clientId && this.clients.get(clientId)?.socket === socket) this.removeClient(clientId);

@@ -27,7 +27,17 @@ export class RecordingTriton {
   readonly requests: RecordedRequest[] = [];
   /** NICs NAPI knows, by MAC without colons. */
   readonly nics = new Map<string, Record<string, unknown>>();
+  /** Servers CNAPI knows (from their sysinfo registrations), by uuid. */
+  readonly servers = new Map<string, Record<string, unknown>>();
+  /** VMs VMAPI knows, by uuid. */
+  readonly vms = new Map<string, Record<string, unknown>>();
+  /**
+   * List every NIC and VM whatever the query asks (an older NAPI, a proxy that drops the query,
+   * a bug): what a client deletes from a list must be checked by the client.
+   */
+  ignoreFilters = false;
   private readonly failures: { match: RegExp; method?: string; reply: CannedReply; remaining: number }[] = [];
+  private readonly delays: { match: RegExp; method?: string; ms: number; remaining: number }[] = [];
   private server: http.Server | undefined;
   private nextIp = 10;
   private readonly held: http.ServerResponse[] = [];
@@ -55,21 +65,31 @@ export class RecordingTriton {
           this.held.push(res);
           return;
         }
-        const reply = this.reply(rec);
-        if (reply.status === LOST) {
-          // Done, but the answer is lost: the connection is reset instead.
-          this.reply({ ...rec, lost: true } as RecordedRequest);
-          res.socket?.resetAndDestroy();
+        const delay = this.delays.find((d) => d.remaining > 0 && d.match.test(rec.path) && (!d.method || d.method === rec.method));
+        if (delay) {
+          delay.remaining--;
+          setTimeout(() => this.answer(rec, res), delay.ms);
           return;
         }
-        const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
-        res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
-        res.end(out);
+        this.answer(rec, res);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
+  }
+
+  private answer(rec: RecordedRequest, res: http.ServerResponse): void {
+    const reply = this.reply(rec);
+    if (reply.status === LOST) {
+      // Done, but the answer is lost: the connection is reset instead.
+      this.reply({ ...rec, lost: true } as RecordedRequest);
+      res.socket?.resetAndDestroy();
+      return;
+    }
+    const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
+    res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+    res.end(out);
   }
 
   async stop(): Promise<void> {
@@ -84,6 +104,11 @@ export class RecordingTriton {
   /** The next `times` requests matching `path` (and `method`) get `reply`. */
   failNext(path: RegExp, reply: CannedReply, times = 1, method?: string): void {
     this.failures.push({ match: path, reply, remaining: times, ...(method ? { method } : {}) });
+  }
+
+  /** The next `times` requests matching `path` (and `method`) are done, and answered, `ms` late. */
+  delayNext(path: RegExp, ms: number, times = 1, method?: string): void {
+    this.delays.push({ match: path, ms, remaining: times, ...(method ? { method } : {}) });
   }
 
   /** Drop the injected failures not used yet. */
@@ -103,11 +128,42 @@ export class RecordingTriton {
       }
     }
     const p = r.path.split('?')[0]!;
+    const q = new URLSearchParams(r.path.split('?')[1] ?? '');
     // CNAPI
-    if (r.method === 'POST' && /^\/servers\/[^/]+\/sysinfo$/.test(p)) return { status: 200 };
+    const sysinfoPath = /^\/servers\/([^/]+)\/sysinfo$/.exec(p);
+    if (r.method === 'POST' && sysinfoPath) {
+      const sysinfo = (r.body as { sysinfo?: unknown } | undefined)?.sysinfo;
+      this.servers.set(sysinfoPath[1]!, { uuid: sysinfoPath[1], sysinfo });
+      return { status: 200 };
+    }
     if (r.method === 'POST' && /^\/servers\/[^/]+\/events\/(heartbeat|status)$/.test(p)) return { status: 204 };
-    if (r.method === 'POST' && /^\/servers\/[^/]+$/.test(p)) return { status: 204 };
-    if (r.method === 'DELETE' && /^\/servers\/[^/]+$/.test(p)) return { status: 204 };
+    const serverPath = /^\/servers\/([^/]+)$/.exec(p);
+    if (r.method === 'POST' && serverPath) return { status: 204 };
+    if (r.method === 'GET' && serverPath) {
+      const server = this.servers.get(serverPath[1]!);
+      return server ? { status: 200, body: server } : { status: 404, body: { code: 'ResourceNotFound', message: 'server not found' } };
+    }
+    if (r.method === 'DELETE' && serverPath) {
+      this.servers.delete(serverPath[1]!);
+      return { status: 204 };
+    }
+    // VMAPI
+    if (r.method === 'GET' && p === '/vms') {
+      const server = this.ignoreFilters ? null : q.get('server_uuid');
+      const offset = Number(q.get('offset') ?? 0);
+      const limit = Number(q.get('limit') ?? 1000);
+      const all = [...this.vms.values()].filter((vm) => vm.state !== 'destroyed' && (!server || vm.server_uuid === server));
+      return { status: 200, body: all.slice(offset, offset + limit) };
+    }
+    const vmPath = /^\/vms\/([^/]+)$/.exec(p);
+    if (vmPath && r.method === 'GET') {
+      const vm = this.vms.get(vmPath[1]!);
+      return vm ? { status: 200, body: vm } : { status: 404, body: { code: 'ResourceNotFound', message: 'VM not found' } };
+    }
+    if (vmPath && r.method === 'PUT') {
+      this.vms.set(vmPath[1]!, r.body as Record<string, unknown>);
+      return { status: 200, body: r.body };
+    }
     // NAPI
     const nicPath = /^\/nics\/([0-9a-f]{12})$/.exec(p);
     if (nicPath && r.method === 'GET') {
@@ -118,8 +174,7 @@ export class RecordingTriton {
       return this.nics.delete(nicPath[1]!) ? { status: 204 } : { status: 404, body: { code: 'ResourceNotFound', message: 'nic not found' } };
     }
     if (r.method === 'GET' && p === '/nics') {
-      const q = new URLSearchParams(r.path.split('?')[1] ?? '');
-      const owner = q.get('belongs_to_uuid');
+      const owner = this.ignoreFilters ? null : q.get('belongs_to_uuid');
       return { status: 200, body: [...this.nics.values()].filter((n) => !owner || n.belongs_to_uuid === owner) };
     }
     if (r.method === 'POST' && p === '/networks/admin/nics') {

@@ -105,6 +105,8 @@ export class CnapiReporter implements MockCnHooks {
   /** The most recent failure, for `mockcloud status`: what CNAPI (or the way to it) did. */
   lastFailure: { kind: MessageKind; reason: string; at: string } | undefined;
   private readonly links = new Map<string, CnLink>();
+  /** The request of each CN in flight (one at a time per CN): a detach waits for it. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
   /** CNs attached but down (powered off or booting): no link, nothing sent. */
   private readonly down = new Set<string>();
   /** The last heartbeat of each CN that is down (kept for lastKnownHeartbeatAt; one number per CN down). */
@@ -196,7 +198,7 @@ export class CnapiReporter implements MockCnHooks {
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
   attach(cn: MockCn): void {
     if (cn.power === 'down') {
-      this.detach(cn.uuid);
+      void this.detach(cn.uuid);
       this.down.add(cn.uuid);
       cn.registered = false;
       return;
@@ -217,11 +219,16 @@ export class CnapiReporter implements MockCnHooks {
     this.enqueue(link, SYSINFO);
   }
 
-  detach(uuid: string): void {
+  /**
+   * Stop reporting for a CN; resolves when its request in flight (if any) has ended, so a
+   * registration sent just before cannot bring the CN back into CNAPI after its removal.
+   */
+  async detach(uuid: string): Promise<void> {
     this.down.delete(uuid);
     this.downBeats.delete(uuid);
     const link = this.links.get(uuid);
     if (link) this.drop(link);
+    await this.inFlight.get(uuid)?.catch(() => undefined);
   }
 
   /** CNs that are attached but down (see CnPower). */
@@ -441,13 +448,20 @@ export class CnapiReporter implements MockCnHooks {
     const bit = KIND_BITS[kind];
     let reason: string;
     try {
-      const res = await this.http.request<{ code?: string; message?: string } | undefined>({
+      const request = this.http.request<{ code?: string; message?: string } | undefined>({
         method: 'POST',
         url: `${this.cnapiUrl}${path}`,
         body,
         headers: { 'user-agent': this.userAgent(cn) },
         timeoutMs: this.timings.requestTimeoutMs,
       });
+      this.inFlight.set(cn.uuid, request);
+      let res;
+      try {
+        res = await request;
+      } finally {
+        if (this.inFlight.get(cn.uuid) === request) this.inFlight.delete(cn.uuid);
+      }
       if (res.statusCode >= 200 && res.statusCode < 300) {
         this.counters[kind].ok++;
         this.recovered(cn, kind, bit);
