@@ -13,7 +13,7 @@ import { promises as fsp } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { isProcessAlive } from '../daemon/daemon-json.js';
-import { formatDuration } from '../scenarios/duration.js';
+import { formatDuration } from '../common/duration.js';
 import { checkAgainstFleet } from '../scenarios/fleet-check.js';
 import { parseScenario } from '../scenarios/parse.js';
 import { claimScenarioPid, removeScenarioPid, removeStaleScenarioPid, runningScenarioPid, scenarioPidPath } from '../scenarios/pid-file.js';

@@ -8,7 +8,7 @@
  */
 import type { Node } from 'yaml';
 import { isUuid } from '../common/uuid.js';
-import { describe as show, type Entries, type YamlReader } from './yaml-reader.js';
+import { describe as show, type Entries, type YamlReader } from '../common/yaml-reader.js';
 import { EVENT_TYPES, type EventSpec, type EventType, type SourcePos, type Target } from './types.js';
 
 type ParamKind = 'duration' | 'percent' | 'fraction' | 'exit-status' | 'mib' | 'string' | 'true' | 'vm-uuids' | 'api' | 'task';

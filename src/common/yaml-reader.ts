@@ -1,17 +1,27 @@
 /**
  * Reading a parsed YAML document (eemeli/yaml's node tree) with every complaint pinned to the
- * line and column of the node it is about. Scenario checks go through here so that no value
- * is read without a position to blame.
+ * line and column of the node it is about. Scenario files and timing files are read through
+ * here so that no value is read without a position to blame.
  */
 import { isMap, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
 import { parseDuration } from './duration.js';
-import type { ScenarioProblem, SourcePos } from './types.js';
+
+/** A position in a YAML file, 1-based. */
+export interface SourcePos {
+  line: number;
+  col: number;
+}
+
+/** One complaint about a YAML file, at the line (and column) it is about. */
+export interface YamlProblem extends SourcePos {
+  message: string;
+}
 
 /** A mapping's entries by key, each with its key node (for "unknown key" at the key). */
 export type Entries = Map<string, { key: Node; value: Node | null }>;
 
 export class YamlReader {
-  readonly problems: ScenarioProblem[] = [];
+  readonly problems: YamlProblem[] = [];
 
   constructor(
     private readonly lines: LineCounter,
