@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios / mirror → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm → common), and cn-agent keeps one
+ * (cli → scenarios / mirror → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm, timing → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -37,18 +37,19 @@ const topOf = (rel: string): string => rel.split(path.sep)[0]!;
 /** What each folder of src/ may import from (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
   common: [],
+  timing: ['common'],
   vmadm: ['common'],
-  mockcn: ['common', 'vmadm'],
-  runtime: ['common', 'mockcn'],
-  headnode: ['common', 'vmadm', 'mockcn'],
-  agents: ['common', 'vmadm', 'mockcn', 'runtime'],
-  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents'],
-  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'events'],
-  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror'],
+  mockcn: ['common', 'vmadm', 'timing'],
+  runtime: ['common', 'mockcn', 'timing'],
+  headnode: ['common', 'vmadm', 'mockcn', 'timing'],
+  agents: ['common', 'vmadm', 'mockcn', 'runtime', 'timing'],
+  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'timing'],
+  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'events', 'timing'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'timing'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'timing'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror', 'timing'],
 };
 
 describe('source layering', () => {
