@@ -6,6 +6,12 @@
  * beyond the queue's bound a task is refused at once with the answer a real cn-agent gives
  * when it takes no work (503 ServiceUnavailable, lib/server.js), never by dropping the
  * connection. A waiting task whose client went away leaves the queue.
+ *
+ * A task waiting out the time a phase takes (a timing profile's draw, docs/timing.md) costs no
+ * CPU: it gives its place among the fleet's running tasks back while it waits (`idle`) and
+ * takes one again after (`busy`, at once, even over the bound: it had its turn), so thousands
+ * of tasks may be in flight while the bound still counts those working. It keeps its place
+ * on its CN: a CN runs no more tasks at once than its bound, waiting or not.
  */
 import { MockcloudError } from '../../common/errors.js';
 
@@ -31,7 +37,10 @@ const GRANTS_PER_TURN = 32;
 
 export interface AdmissionStats {
   limits: AdmissionLimits;
+  /** Tasks working (the fleet's bound counts these). */
   inFlight: number;
+  /** Tasks in flight that wait out a phase's time, their fleet place given back. */
+  idle: number;
   queued: number;
   /** Tasks that had to wait, ever. */
   waited: number;
@@ -41,8 +50,11 @@ export interface AdmissionStats {
   abandoned: number;
 }
 
-/** Give back a task's place: call exactly once when it has ended. */
-export type Release = () => void;
+/**
+ * Give back a task's place: call once when it has ended. `idle()` while it only waits out a
+ * phase's time, `busy()` when it works again.
+ */
+export type Release = (() => void) & { idle(): void; busy(): void };
 
 interface Waiter {
   cn: string;
@@ -56,6 +68,7 @@ interface Waiter {
 export class TaskAdmission {
   readonly limits: AdmissionLimits;
   private inFlight = 0;
+  private idleTasks = 0;
   private readonly perCn = new Map<string, number>();
   private head: Waiter | undefined;
   private tail: Waiter | undefined;
@@ -75,7 +88,7 @@ export class TaskAdmission {
   }
 
   stats(): AdmissionStats {
-    return { limits: { ...this.limits }, inFlight: this.inFlight, queued: this.queued, ...this.counters };
+    return { limits: { ...this.limits }, inFlight: this.inFlight, idle: this.idleTasks, queued: this.queued, ...this.counters };
   }
 
   /**
@@ -152,15 +165,31 @@ export class TaskAdmission {
     this.inFlight++;
     this.perCn.set(cn, (this.perCn.get(cn) ?? 0) + 1);
     let released = false;
-    return () => {
+    let idle = false;
+    const release = (() => {
       if (released) return;
       released = true;
-      this.inFlight--;
+      if (idle) this.idleTasks--;
+      else this.inFlight--;
       const left = (this.perCn.get(cn) ?? 1) - 1;
       if (left === 0) this.perCn.delete(cn);
       else this.perCn.set(cn, left);
       this.scheduleDispatch();
+    }) as Release;
+    release.idle = () => {
+      if (released || idle) return;
+      idle = true;
+      this.inFlight--;
+      this.idleTasks++;
+      this.scheduleDispatch();
     };
+    release.busy = () => {
+      if (released || !idle) return;
+      idle = false;
+      this.idleTasks--;
+      this.inFlight++;
+    };
+    return release;
   }
 
   private scheduleDispatch(): void {

@@ -13,6 +13,7 @@ import type { ZfsStore } from './zfs/state.js';
 import type { StreamListeners } from './stream-listeners.js';
 import type { ContainerFiles } from './docker/container-fs.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
+import type { Timing } from '../../timing/timing.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
 export interface AgentInstanceAdopter {
@@ -34,8 +35,10 @@ export interface TaskEnvironment {
   tmpDir?: string | undefined;
   /** The one-request listeners of the docker tasks (CnAgentServer provides it). */
   streams?: StreamListeners | undefined;
-  /** The daemon's shared scheduler, for tasks whose effect outlives them (server_reboot). */
+  /** The daemon's shared scheduler: tasks' waits and time limits, effects that outlive a task (server_reboot). */
   scheduler?: Scheduler | undefined;
+  /** How long each phase takes (docs/timing.md); absent: nothing waits (instant). */
+  timing?: Timing | undefined;
   /**
    * command_execute runs the script in a shell on this host (`--allow-execute`); otherwise
    * it answers that execution is not supported.
@@ -106,8 +109,13 @@ export interface TaskContext {
   readonly untilDetach: UntilDetach;
   /** Emit a `progress` event. */
   progress(value: number): void;
-  /** Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps. */
-  step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps; the
+   * step takes the time the timing profile gives `tasks.<task>.<name>` (with `bytes` moved).
+   */
+  step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>, bytes?: number): Promise<T>;
+  /** Wait out the time of the task's phase `name` (`tasks.<task>.<name>`; `bytes` moved at its rate). */
+  phase(name: string, bytes?: number): Promise<void>;
   /** Serialise with other tasks on this VM for the duration of `fn`. */
   withVmLock<T>(vmUuid: string, fn: () => Promise<T>): Promise<T>;
   /** Wait `ms`, or reject when the task is aborted. */
