@@ -201,6 +201,23 @@ export interface StopOptions {
   timeout?: number;
 }
 
+/**
+ * A VM's own stages (docs/timing.md `vm.*`): how long a real SmartOS VM spends installing,
+ * booting, provisioning, shutting down, halting and being destroyed.
+ */
+export type VmStage = 'install' | 'boot' | 'provision' | 'shutdown' | 'halt' | 'uninstall';
+
+/**
+ * What paces a store's multi-step operations (the daemon's timing on its shared scheduler).
+ * With no pacer, or a stage of 0 ms, the operation is written as at once, as before timing.
+ */
+export interface VmPacer {
+  /** How long `stage` takes for this VM now (a fresh draw each call); 0: no time. */
+  stageMs(stage: VmStage, vm: { uuid: string; brand?: unknown }): number;
+  /** Resolves after `ms`; rejects when `signal` aborts (the store closing cuts waits short). */
+  wait(ms: number, signal: AbortSignal): Promise<void>;
+}
+
 /** Where a write logs vmadm's warnings (e.g. the keys it removed); the store's log when absent. */
 export interface WarningLog {
   warn(...args: unknown[]): void;
