@@ -37,11 +37,16 @@ import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
 import type { UiServer } from '../ui/server.js';
 import { EventsEngine } from '../events/index.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import { preflight } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
+import { INSTANT } from '../timing/builtin.js';
+import type { TimingProfile } from '../timing/profile.js';
+import { resolveTiming } from '../timing/resolve.js';
+import { Timing } from '../timing/timing.js';
+import { describeTiming, setTiming } from './timing-control.js';
+import { waitOn } from '../timing/wait.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
@@ -126,6 +131,10 @@ export class Daemon {
   daemonId: string | undefined;
   /** The hardware profiles: the built-ins and the profile files' (read at start). */
   profiles = new ProfileCatalogue();
+  /** How long things take (docs/timing.md): the daemon's profile, the CNs' own, events' adjustments. */
+  readonly timing: Timing;
+  /** The timing of each hardware profile that names one (its `timing:`). */
+  private readonly profileTimings = new Map<string, TimingProfile>();
 
   /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
   get hostedBy(): string {
@@ -145,6 +154,15 @@ export class Daemon {
         ...(opts.config.logLevel ? { level: opts.config.logLevel as 'info' } : {}),
       });
     this.scheduler = new Scheduler({ log: this.log });
+    this.timing = new Timing({
+      profile: this.config.timingProfile ?? INSTANT,
+      seed: this.config.seed,
+      profileOfServer: (server) => {
+        if (this.profileTimings.size === 0) return undefined;
+        const cn = this.fleetInstance?.get(server);
+        return cn ? this.profileTimings.get(cn.profile) : undefined;
+      },
+    });
     this.http = new JsonHttpClient({ userAgent: `mockcloud/${PACKAGE_VERSION}`, maxSockets: 64 });
   }
 
@@ -202,6 +220,10 @@ export class Daemon {
       this.profiles = new ProfileCatalogue(
         await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
       );
+      const profilesDir = config.profilesDir ?? path.join(config.dataDir, 'profiles');
+      for (const p of this.profiles.list()) {
+        if (p.timing !== undefined) this.profileTimings.set(p.name, await resolveTiming(p.timing, profilesDir));
+      }
       this.daemonId = await loadDaemonId(config.dataDir);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
@@ -234,6 +256,7 @@ export class Daemon {
         log,
         http: this.http,
         scheduler: this.scheduler,
+        timing: this.timing,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
         // One observation of each task's end, for the metrics and the fleet page's latency chart.
         onTaskEnd: (task, end, ms) => {
@@ -343,7 +366,7 @@ export class Daemon {
       this.state = 'running';
       await this.daemonJson.flush();
       log.info(
-        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls },
+        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls, timing: this.timing.profile.name },
         'mockcloud daemon running',
       );
     } catch (err) {
@@ -464,7 +487,8 @@ export class Daemon {
       fleet,
       ...(faults && addEventRule ? { taskFaults: { addEventRule, remove: (id: string) => faults.remove(id) } } : {}),
       knownTask: (name) => TASK_REGISTRY.has(name),
-      bootMs: (config.bootSeconds ?? DEFAULT_BOOT_SECONDS) * 1000,
+      ...(config.bootSeconds !== undefined ? { bootSeconds: config.bootSeconds } : {}),
+      timing: this.timing,
     });
   }
 
@@ -498,6 +522,8 @@ export class Daemon {
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
+      // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
+      pacing: { ms: (key: string) => this.timing.ms(key), wait: waitOn(this.scheduler) },
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
@@ -618,7 +644,12 @@ export class Daemon {
     return {
       ping: () => ({ pid: process.pid, state: this.state, version: PACKAGE_VERSION }),
       status: () => this.status(),
-      config: () => ({ ...this.config }),
+      config: () => {
+        const { timingProfile: _read, ...config } = this.config;
+        return { ...config, timingProfile: this.timing.profile.name };
+      },
+      timing: () => describeTiming(this.timing),
+      setTiming: (body) => setTiming(this.timing, body, process.cwd(), this.log),
       profiles: () => this.profiles.list(),
       listServers: () => this.fleet.list().map((cn) => summary(cn)),
       getServer: (uuid) => {
@@ -767,6 +798,8 @@ export class Daemon {
       profiles: fleet ? countBy(fleet.list().map((cn) => cn.profile)) : {},
       /** The seed of creation draws (--seed), when one is set. */
       seed: this.config.seed ?? null,
+      /** The daemon's timing profile (docs/timing.md) and the events adjusting it now. */
+      timing: { profile: this.timing.profile.name, adjustments: this.timing.activeAdjustments.length },
       /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
       down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,

@@ -83,7 +83,7 @@ export class EventsEngine {
   constructor(private readonly host: EventsHost) {
     this.log = new EventLog(host.dataDir);
     this.network = new NetworkFaults(host.http, host.scheduler, host.urls);
-    this.power = new PowerHolds(this.network, host.log);
+    this.power = new PowerHolds(this.network, host.log, { scheduler: host.scheduler, timing: host.timing, bootSeconds: host.bootSeconds });
   }
 
   get logPath(): string {

@@ -38,3 +38,10 @@ export const noWait: Wait = (_ms, signal) => (signal?.aborted ? Promise.reject(r
 function reasonOf(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error('aborted');
 }
+
+/** What a component below the daemon gets to take time: draws by key, and waits. */
+export interface Pacing {
+  /** A fresh draw of the timing's figure for `key` (ms; 0 on instant). */
+  ms(key: string): number;
+  wait: Wait;
+}

@@ -162,7 +162,7 @@ export class TaskRunner {
       const brand = typeof rawParams.brand === 'string' ? rawParams.brand : vmUuid ? cn.vms.get(vmUuid, { include_dni: true })?.brand : undefined;
       const ms = timing.ms(`tasks.${task.name}.${phase}`, { server: cn.uuid, vm: vmUuid, brand, bytes });
       if (ms <= 0) return;
-      log.info('%s: %d ms (timing %s)', phase, ms, timing.profileAt({ server: cn.uuid, vm: vmUuid }).name);
+      log.info(`timing ${timing.profileAt({ server: cn.uuid, vm: vmUuid }).name}: ${phase} takes ${ms} ms`);
       r.place?.idle();
       try {
         await wait(ms, signal);

@@ -44,7 +44,7 @@ export interface TaskEnvironment {
    * it answers that execution is not supported.
    */
   allowExecute?: boolean | undefined;
-  /** How long a rebooting CN stays down (`--boot-seconds`); DEFAULT_BOOT_SECONDS otherwise. */
+  /** How long a rebooting CN stays down (`--boot-seconds`); the timing profile's `cn.boot` otherwise. */
   bootSeconds?: number | undefined;
   /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
   agentInstances?: AgentInstanceAdopter | undefined;

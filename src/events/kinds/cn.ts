@@ -1,7 +1,7 @@
 /**
  * Events on whole CNs: offline, flap, partition, reboot, slow-heartbeat.
  */
-import { startReboot } from '../../mockcn/power-cycle.js';
+import { bootTimingOf, startReboot } from '../../mockcn/power-cycle.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Applied, EventContext } from './context.js';
 
@@ -54,10 +54,11 @@ export async function partition(ctx: EventContext<'partition'>): Promise<Applied
 /** The server_reboot task's path: halt, down for the boot time, boot, autoboot VMs start. */
 export async function reboot(ctx: EventContext<'reboot'>): Promise<Applied> {
   const { scheduler, log } = ctx.host;
-  const bootMs = ctx.req.params.bootMs ?? ctx.host.bootMs;
   for (const cn of ctx.servers) {
+    const boot = bootTimingOf(cn, ctx.host.timing, ctx.host.bootSeconds);
     const started = startReboot(cn, {
-      bootMs,
+      ...boot,
+      ...(ctx.req.params.bootMs !== undefined ? { bootMs: ctx.req.params.bootMs } : {}),
       wait: (ms) => new Promise((resolve) => void scheduler.schedule(ms, resolve)),
       log,
     });
