@@ -17,7 +17,7 @@ import { Conditions } from './conditions.js';
 import { EventLog } from './event-log.js';
 import { offline, flap, partition, reboot, slowHeartbeat } from './kinds/cn.js';
 import type { Applied, EventContext, EventKind, EventsHost } from './kinds/context.js';
-import { outboundFault, taskFault } from './kinds/faults.js';
+import { outboundFault, taskFault, timingEvent } from './kinds/faults.js';
 import { memoryPressure, zpoolFill } from './kinds/resources.js';
 import { vmCrash, vmReboot } from './kinds/vm.js';
 import { NetworkFaults } from './network.js';
@@ -51,6 +51,7 @@ const KINDS: { [T in EventType]: EventKind<T> } = {
   'memory-pressure': memoryPressure,
   'task-fault': taskFault,
   'outbound-fault': outboundFault,
+  timing: timingEvent,
 };
 
 interface ActiveEvent {

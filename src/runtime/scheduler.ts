@@ -13,6 +13,8 @@ const JOBS_PER_TICK = 32;
  * would re-arm itself for the remainder, tens of thousands of times a second at 10,000 CNs.
  */
 const EARLY_MS = 1;
+/** Node fires a longer timer at once (with a warning): a job further off wakes us on the way. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The scheduler's clock: monotonic ms, like Node's timers (wall-clock steps move nothing). */
 export function schedulerNow(): number {
@@ -96,7 +98,7 @@ export class Scheduler {
     if (!this.running || this.heap.length === 0 || this.slicePending) return;
     const due = this.heap[0]!.due;
     this.timerDue = due;
-    this.timer = setTimeout(() => this.runDue(), Math.max(0, Math.ceil(due - schedulerNow())));
+    this.timer = setTimeout(() => this.runDue(), Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(due - schedulerNow()))));
     this.timer.unref?.();
   }
 
