@@ -76,7 +76,7 @@ export interface DaemonOptions {
    * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
    * asked: `mockcloud daemon` asks unless run with --no-headnode.
    */
-  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string };
+  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string; heartbeat?: { periodMs?: number; lifetimeMs?: number } };
 }
 
 type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -522,6 +522,7 @@ export class Daemon {
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
+      ...(want.heartbeat ? { heartbeat: want.heartbeat } : {}),
       // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
       pacing: { ms: (key: string) => this.timing.ms(key), wait: waitOn(this.scheduler) },
     });
