@@ -239,8 +239,9 @@ export class FileVmStore implements VmStore {
   async update(uuid: string, payload: VmUpdatePayload, opts?: WriteOptions): Promise<Vm> {
     return this.mutate(uuid, async (cur) => {
       const stored = toStored(cur);
-      const { dropped } = applyUpdate(stored, payload, { serverUuid: this.serverUuid });
+      const { dropped, warnings } = applyUpdate(stored, payload, { serverUuid: this.serverUuid });
       this.warnDropped(opts?.log, 'update', uuid, String(cur.brand), dropped);
+      for (const w of warnings) (opts?.log ?? this.log).warn({ vm: uuid }, w);
       if (serializeVm(stored) === serializeVm(toStored(cur))) return cur; // nothing changed: no write
       return this.commit(uuid, cur, stored);
     });

@@ -23,6 +23,8 @@ export interface DaemonStartOptions {
   logLevel: string;
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** Extra daemon flags (e.g. --timing smartos). */
+  extraArgs?: string[];
   /** Bound on the wait for daemon.json to say 'running'. */
   readyTimeoutMs: number;
   /** Called right after the spawn, before the wait for 'running' (e.g. to attach a profiler). */
@@ -86,6 +88,7 @@ export class DaemonProcess {
       '--cmon-port', '0',
       '--log-file', logFile,
       '--log-level', opts.logLevel,
+      ...(opts.extraArgs ?? []),
     ];
     const spawnedAt = Date.now();
     const child = spawn(process.execPath, args, {

@@ -13,6 +13,7 @@ import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
+import { runTimingStep } from './timing-step.js';
 import { heartbeatIntervalMs, runStep } from './step.js';
 import { renderTable } from './table.js';
 import { closeTaskAgent } from './task-load.js';
@@ -35,9 +36,10 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   const steps = [];
   const largest = Math.max(...opts.steps);
   let mirror: BenchReport['mirror'];
+  let timing: BenchReport['timing'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.mirrorOnly ? [] : opts.steps) {
+    for (const n of opts.mirrorOnly || opts.timingOnly ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,
@@ -48,7 +50,8 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
         }),
       );
     }
-    if ((opts.mirrorCns ?? 0) > 0) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.mirrorCns ?? 0) > 0 && !opts.timingOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.timingCns ?? 0) > 0 && !opts.mirrorOnly) timing = await runTimingStep(opts.timingCns!, { sink, opts, say });
   } finally {
     await sink.stop();
     closeTaskAgent();
@@ -63,6 +66,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
     heartbeatIntervalMs: heartbeatIntervalMs(opts),
     steps,
     ...(mirror ? { mirror } : {}),
+    ...(timing ? { timing } : {}),
   };
 }
 
@@ -115,7 +119,7 @@ async function main(): Promise<void> {
   const report = opts.from ? await readReport(opts.from) : await runBench(opts, say);
   process.stdout.write(renderTable(report));
   for (const file of await writeOutputs(report, opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
-  if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok)) process.exitCode = 1;
+  if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok) || (report.timing && !report.timing.ok)) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

@@ -36,6 +36,14 @@ export interface BenchOptions {
   mirrorCns?: number;
   /** Run only the mirror step, not the fleet steps. */
   mirrorOnly?: boolean;
+  /** CNs of the timing step (issue 26); 0 = no timing step. */
+  timingCns?: number;
+  /** machine_create tasks of the timing step's burst (default twice the CNs). */
+  timingBurst?: number;
+  /** Time bound of the timing step's burst, s. */
+  timingBudgetSeconds?: number;
+  /** Run only the timing step. */
+  timingOnly?: boolean;
 }
 
 export type TaskLatency = LatencySummary & { failed: number; failures: string[]; perSecond: number };
@@ -171,6 +179,39 @@ export interface BenchReport {
   steps: StepResult[];
   /** The mirror step (--mirror N). */
   mirror?: MirrorResult;
+  /** The timing step (--timing N). */
+  timing?: TimingResult;
+}
+
+/** N CNs on the smartos timing profile: the idle fleet against instant, a burst of machine_create (tools/bench/timing-step.ts). */
+export interface TimingResult {
+  n: number;
+  burst: number;
+  ok: boolean;
+  errors: string[];
+  seconds: number;
+  /** Connections the burst held open at once (bounded by the open-file limit beside N sockets). */
+  heldConnections?: number;
+  idleInstant?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
+  idleSmartos?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
+  /** Idle CPU on smartos / on instant. */
+  idleCpuRatio?: number;
+  burstResult?: {
+    sent: number;
+    ok: number;
+    failed: number;
+    failures: string[];
+    timedOut: boolean;
+    seconds: number;
+    p50Ms: number;
+    p99Ms: number;
+    worstHeartbeatGapMs: number;
+    silentCns: number;
+    peakInFlight: number;
+    rssBeforeBytes: number;
+    rssAtPeakBytes: number;
+    rssPerInFlightTaskBytes: number;
+  };
 }
 
 /** `mockcloud mirror capture` and `load` of a DC of n CNs with vmsPerCn VMs each (tools/bench/mirror-step.ts). */
