@@ -131,6 +131,8 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       count: burst,
       concurrency: held,
       timeBudgetMs: (opts.timingBudgetSeconds ?? 900) * 1000,
+      // As CNAPI waits for a task (an hour): a create on smartos takes tens of seconds, its tail minutes.
+      requestTimeoutMs: 600_000,
     });
     await sleep((opts.timings?.heartbeatIntervalMs ?? 5000) + 1000);
     sampling = false;
