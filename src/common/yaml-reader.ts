@@ -3,7 +3,7 @@
  * line and column of the node it is about. Scenario files and timing files are read through
  * here so that no value is read without a position to blame.
  */
-import { isMap, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { parseDuration } from './duration.js';
 
 /** A position in a YAML file, 1-based. */
@@ -15,6 +15,26 @@ export interface SourcePos {
 /** One complaint about a YAML file, at the line (and column) it is about. */
 export interface YamlProblem extends SourcePos {
   message: string;
+}
+
+/**
+ * Parse a YAML (or JSON) text into its root node and a reader pinned to its lines, or the
+ * syntax errors at their lines (duplicate keys included).
+ */
+export function readYaml(text: string): { ok: true; root: Node | null; reader: YamlReader } | { ok: false; problems: YamlProblem[] } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      problems: doc.errors.map((e) => {
+        const at = e.linePos?.[0] ?? { line: 1, col: 1 };
+        const first = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '').trim();
+        return { line: at.line, col: at.col, message: `YAML syntax error: ${first}` };
+      }),
+    };
+  }
+  return { ok: true, root: doc.contents as Node | null, reader: new YamlReader(lines) };
 }
 
 /** A mapping's entries by key, each with its key node (for "unknown key" at the key). */

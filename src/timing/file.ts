@@ -22,9 +22,9 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { isMap, isScalar, LineCounter, parseDocument, type Node } from 'yaml';
+import { isMap, isScalar, type Node } from 'yaml';
 import { parseDuration } from '../common/duration.js';
-import { describe as show, YamlReader, type YamlProblem } from '../common/yaml-reader.js';
+import { describe as show, readYaml, type YamlProblem, type YamlReader } from '../common/yaml-reader.js';
 import { CN_STAGES, phasesOf, RATE_KEYS, TASK_NAMES, VM_STAGES, WAITLIST_STAGES, WORKFLOW_STAGES } from './catalogue.js';
 import type { Figure, Spread } from './figure.js';
 import { scaled } from './figure.js';
@@ -51,19 +51,10 @@ export type TimingFileResult = { ok: true; profile: TimingProfile } | { ok: fals
  * the default name and the profile's source.
  */
 export function parseTimingFile(text: string, fileName: string, builtins: ReadonlyMap<string, TimingProfile>): TimingFileResult {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    return {
-      ok: false,
-      problems: doc.errors.map((e) => {
-        const at = e.linePos?.[0] ?? { line: 1, col: 1 };
-        return { line: at.line, col: at.col, message: `YAML syntax error: ${e.message.split('\n')[0]}` };
-      }),
-    };
-  }
-  const r = new YamlReader(lines);
-  const root = doc.contents as Node | null;
+  const parsed = readYaml(text);
+  if (!parsed.ok) return parsed;
+  const r = parsed.reader;
+  const root = parsed.root;
   const e = r.entries(root, 'a timing file');
   if (!e) return { ok: false, problems: r.problems };
   r.onlyKeys(e, ['name', 'description', 'extends', 'scale', 'tasks', ...Object.keys(SECTIONS)], 'a timing file');

@@ -382,7 +382,7 @@ function counterDelta(a: SinkStats, b: SinkStats, name: string): number {
 }
 
 /** Poll the sink until N CNs registered and heartbeated, or the bound passes. */
-async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
+export async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await sink.stats();

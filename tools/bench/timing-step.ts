@@ -25,7 +25,7 @@ import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
 import type { SinkProcess } from './sink/sink-process.js';
 import type { SinkStats } from './sink/sink.js';
 import { round, summarize } from './stats.js';
-import { runCreateServers } from './step.js';
+import { runCreateServers, waitAllHeartbeated } from './step.js';
 import { runTasks, type TaskTarget } from './task-load.js';
 import type { BenchOptions, TimingResult } from './types.js';
 import { machineCreateParams, type ExternalNetwork } from './vm-payload.js';
@@ -167,13 +167,4 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     result.seconds = round((performance.now() - started) / 1000, 1);
   }
   return result;
-}
-
-async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await sink.stats();
-    if ((s.cns.registered >= n && s.cns.heartbeating >= n) || Date.now() >= deadline) return s;
-    await sleep(250);
-  }
 }
