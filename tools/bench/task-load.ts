@@ -126,6 +126,8 @@ export interface TaskRunOptions {
   startAt?: number;
   /** How long one task may take before the harness gives up on it (default 60 s). */
   requestTimeoutMs?: number;
+  /** Each task on a connection of its own, closed after (as the burst's): no idle keep-alive sockets pile up. */
+  ownConnections?: boolean;
 }
 
 export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
@@ -144,7 +146,7 @@ export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
       const i = next++;
       const target = opts.targets[(first + i) % opts.targets.length]!;
       try {
-        const outcome = await postTask(target, opts.task, opts.params(first + i, target), agent, opts.requestTimeoutMs);
+        const outcome = await postTask(target, opts.task, opts.params(first + i, target), opts.ownConnections ? burstAgent : agent, opts.requestTimeoutMs);
         if (outcome.status === 200) {
           result.ok++;
           result.latenciesMs.push(outcome.ms);

@@ -133,6 +133,8 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       timeBudgetMs: (opts.timingBudgetSeconds ?? 900) * 1000,
       // As CNAPI waits for a task (an hour): a create on smartos takes tens of seconds, its tail minutes.
       requestTimeoutMs: 600_000,
+      // Round-robin over 10,000 CNs, a kept-alive socket per CN would pile up past the cap.
+      ownConnections: true,
     });
     await sleep((opts.timings?.heartbeatIntervalMs ?? 5000) + 1000);
     sampling = false;

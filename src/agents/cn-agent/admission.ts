@@ -9,9 +9,10 @@
  *
  * A task waiting out the time a phase takes (a timing profile's draw, docs/timing.md) costs no
  * CPU: it gives its place among the fleet's running tasks back while it waits (`idle`) and
- * takes one again after (`busy`, at once, even over the bound: it had its turn), so thousands
- * of tasks may be in flight while the bound still counts those working. It keeps its place
- * on its CN: a CN runs no more tasks at once than its bound, waiting or not.
+ * takes one again after (`busy`: ahead of every new task, but within the bound, so however
+ * many tasks wake at once, no more than the bound work at a time), so thousands of tasks may
+ * be in flight while the bound still counts those working. It keeps its place on its CN: a CN
+ * runs no more tasks at once than its bound, waiting or not.
  */
 import { MockcloudError } from '../../common/errors.js';
 
@@ -54,7 +55,7 @@ export interface AdmissionStats {
  * Give back a task's place: call once when it has ended. `idle()` while it only waits out a
  * phase's time, `busy()` when it works again.
  */
-export type Release = (() => void) & { idle(): void; busy(): void };
+export type Release = (() => void) & { idle(): void; busy(): Promise<void> };
 
 interface Waiter {
   cn: string;
@@ -63,6 +64,11 @@ interface Waiter {
   prev: Waiter | undefined;
   next: Waiter | undefined;
   queued: boolean;
+}
+
+interface Resuming {
+  resume: () => void;
+  next: Resuming | undefined;
 }
 
 export class TaskAdmission {
@@ -100,7 +106,7 @@ export class TaskAdmission {
     // Every dispatch hands places to the waiters that fit, so while `cn` has room and no
     // dispatch is pending, nobody who could run is waiting: those in the queue wait for CNs
     // at their bound.
-    if (this.hasRoom(cn) && !this.dispatchPending && this.grantedThisTurn < GRANTS_PER_TURN) {
+    if (this.hasRoom(cn) && !this.dispatchPending && !this.resumeHead && this.grantedThisTurn < GRANTS_PER_TURN) {
       return Promise.resolve(this.take(cn));
     }
     if (this.queued >= this.limits.maxQueued) return Promise.reject(this.refusal(0));
@@ -184,16 +190,42 @@ export class TaskAdmission {
       this.scheduleDispatch();
     };
     release.busy = () => {
-      if (released || !idle) return;
-      idle = false;
-      this.idleTasks--;
-      this.inFlight++;
+      if (released || !idle) return Promise.resolve();
+      const resume = (): void => {
+        if (released || !idle) return;
+        idle = false;
+        this.idleTasks--;
+        this.inFlight++;
+      };
+      if (this.inFlight < this.limits.maxInFlight && !this.resumeHead) {
+        resume();
+        return Promise.resolve();
+      }
+      // Ahead of the new tasks: it started already, and holds its CN's place meanwhile.
+      return new Promise<void>((resolve) => {
+        this.pushResuming(() => {
+          resume();
+          resolve();
+        });
+      });
     };
     return release;
   }
 
-  private scheduleDispatch(): void {
-    if (this.dispatchPending || this.queued === 0) return;
+  /** Tasks in flight waiting to work again, oldest first (served before the queue). */
+  private resumeHead: Resuming | undefined;
+  private resumeTail: Resuming | undefined;
+
+  private pushResuming(resume: () => void): void {
+    const item: Resuming = { resume, next: undefined };
+    if (this.resumeTail) this.resumeTail.next = item;
+    else this.resumeHead = item;
+    this.resumeTail = item;
+    this.scheduleDispatch(true);
+  }
+
+  private scheduleDispatch(force = false): void {
+    if (this.dispatchPending || (this.queued === 0 && !force && !this.resumeHead)) return;
     this.dispatchPending = true;
     setImmediate(() => {
       this.dispatchPending = false;
@@ -207,6 +239,19 @@ export class TaskAdmission {
    */
   private dispatch(): void {
     let granted = 0;
+    // Tasks in flight coming back from a wait first, one slice per turn like the rest.
+    while (this.resumeHead && this.inFlight < this.limits.maxInFlight) {
+      if (granted === GRANTS_PER_TURN) {
+        this.scheduleDispatch(true);
+        return;
+      }
+      const item = this.resumeHead;
+      this.resumeHead = item.next;
+      if (!this.resumeHead) this.resumeTail = undefined;
+      item.resume();
+      granted++;
+    }
+    if (this.resumeHead) return;
     for (let w = this.head; w && this.inFlight < this.limits.maxInFlight; ) {
       if (granted === GRANTS_PER_TURN) {
         this.scheduleDispatch();

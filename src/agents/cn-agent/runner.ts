@@ -59,7 +59,7 @@ export interface RunRequest {
   /** Aborts when the caller closed its connection (ends a hung task; see faults.ts hang). */
   clientGone?: AbortSignal;
   /** The task's place among the fleet's working tasks: given back while it only waits (admission.ts). */
-  place?: { idle(): void; busy(): void };
+  place?: { idle(): void; busy(): Promise<void> };
 }
 
 /** Task outcomes for `mockcloud status`. */
@@ -167,7 +167,7 @@ export class TaskRunner {
       try {
         await wait(ms, signal);
       } finally {
-        r.place?.busy();
+        await r.place?.busy();
       }
     };
 
