@@ -60,6 +60,7 @@ import type {
   VmEventListener,
   VmPacer,
   VmStore,
+  WaitHooks,
   VmSubscription,
   VmUpdatePayload,
   WarningLog,
@@ -232,7 +233,7 @@ export class FileVmStore implements VmStore {
       if (!timed) return project(await this.commit(uuid, undefined, stored), undefined);
       timed.first.zonedid = stored.zonedid;
       const vm = await this.commit(uuid, undefined, timed.first);
-      return project(await this.runPlan(uuid, vm, timed.rest), undefined);
+      return project(await this.runPlan(uuid, vm, timed.rest, opts?.hooks), undefined);
     });
   }
 
@@ -247,32 +248,32 @@ export class FileVmStore implements VmStore {
     });
   }
 
-  async delete(uuid: string): Promise<void> {
+  async delete(uuid: string, opts?: WriteOptions): Promise<void> {
     await this.mutate(uuid, async (cur) => {
       checkDeletable(cur);
       const { haltMs, uninstallMs } = destroyPauseMs(cur, this.paceOf(cur));
       let vm = cur;
       if (haltMs > 0) {
         vm = await this.runPlan(uuid, vm, [shuttingDownStep]);
-        await this.pause(haltMs);
+        await this.pause(haltMs, opts?.hooks);
       }
-      await this.pause(uninstallMs);
+      await this.pause(uninstallMs, opts?.hooks);
       await this.commit(uuid, vm, null);
       return vm;
     });
   }
 
-  start(uuid: string): Promise<Vm> {
-    return this.steps(uuid, (vm, pace) => startSteps(vm, pace));
+  start(uuid: string, opts?: WriteOptions): Promise<Vm> {
+    return this.steps(uuid, (vm, pace) => startSteps(vm, pace), opts?.hooks);
   }
 
   stop(uuid: string, opts?: StopOptions): Promise<Vm> {
     // The timeout bounds how long the guest's shutdown is waited on (lifecycle.ts), not the end state.
-    return this.steps(uuid, (vm, pace) => stopSteps(vm, opts?.force === true, pace, opts?.timeout));
+    return this.steps(uuid, (vm, pace) => stopSteps(vm, opts?.force === true, pace, opts?.timeout), opts?.hooks);
   }
 
   reboot(uuid: string, opts?: StopOptions): Promise<Vm> {
-    return this.steps(uuid, (vm, pace) => rebootPlan(vm, pace, opts?.timeout));
+    return this.steps(uuid, (vm, pace) => rebootPlan(vm, pace, opts?.timeout), opts?.hooks);
   }
 
   halt(uuid: string): Promise<Vm> {
@@ -294,13 +295,13 @@ export class FileVmStore implements VmStore {
     });
   }
 
-  async reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm> {
+  async reprovision(uuid: string, opts: { image_uuid: string; hooks?: WaitHooks | undefined }): Promise<Vm> {
     if (!isUuid(opts?.image_uuid)) throw invalidValue('image_uuid', 'image_uuid must be a UUID');
     const image = opts.image_uuid.toLowerCase();
     return this.steps(uuid, (vm, pace) => {
       checkReprovisionable(vm);
       return reprovisionSteps(String(vm.state), image, vm, pace);
-    });
+    }, opts.hooks);
   }
 
   createSnapshot(uuid: string, name: string): Promise<Vm> {
@@ -318,7 +319,7 @@ export class FileVmStore implements VmStore {
     });
   }
 
-  rollbackSnapshot(uuid: string, name: string): Promise<Vm> {
+  rollbackSnapshot(uuid: string, name: string, _opts?: WriteOptions): Promise<Vm> {
     // VM.js rollback_snapshot: halt (-F) unless stopped, roll back, then start the VM,
     // whatever state it had (vmadm never passes do_not_start).
     return this.steps(uuid, (vm) => {
@@ -457,18 +458,18 @@ export class FileVmStore implements VmStore {
    * operation before anything is written) and returns the steps, each one write, with the
    * time a real VM spends between them.
    */
-  private async steps(uuid: string, plan: (vm: Stored, pace: Pace) => PlanItem[]): Promise<Vm> {
+  private async steps(uuid: string, plan: (vm: Stored, pace: Pace) => PlanItem[], hooks?: WaitHooks): Promise<Vm> {
     return project(
-      await this.mutate(uuid, async (cur) => this.runPlan(uuid, cur, plan(toStored(cur), this.paceOf(cur)))),
+      await this.mutate(uuid, async (cur) => this.runPlan(uuid, cur, plan(toStored(cur), this.paceOf(cur)), hooks)),
       undefined,
     );
   }
 
-  private async runPlan(uuid: string, cur: Vm, plan: readonly PlanItem[]): Promise<Vm> {
+  private async runPlan(uuid: string, cur: Vm, plan: readonly PlanItem[], hooks?: WaitHooks): Promise<Vm> {
     let vm = cur;
     for (const item of plan) {
       if (isPause(item)) {
-        await this.pause(item.pauseMs);
+        await this.pause(item.pauseMs, hooks);
         continue;
       }
       const stored = toStored(vm);
@@ -487,9 +488,14 @@ export class FileVmStore implements VmStore {
   }
 
   /** Wait out a stage; a closing store does not wait (the operation finishes at once). */
-  private async pause(ms: number): Promise<void> {
+  private async pause(ms: number, hooks?: WaitHooks): Promise<void> {
     if (ms <= 0 || !this.pacer || this.closing.signal.aborted) return;
-    await this.pacer.wait(ms, this.closing.signal).catch(() => undefined);
+    hooks?.beforeWait();
+    try {
+      await this.pacer.wait(ms, this.closing.signal).catch(() => undefined);
+    } finally {
+      await hooks?.afterWait();
+    }
   }
 
   /** Write (or delete) durably, then update the index and emit, in one synchronous step. */

@@ -218,6 +218,12 @@ export class TaskRunner {
       },
       sleep: (ms: number) => wait(ms, signal),
       phase: (name: string, bytes?: number) => pace(name, bytes),
+      waitHooks: {
+        beforeWait: () => r.place?.idle(),
+        afterWait: async () => {
+          await r.place?.busy();
+        },
+      },
       subtask: (resource, subtask, msg) => recordSubtask(entry, resource, subtask, msg),
     };
 

@@ -14,6 +14,7 @@ import type { StreamListeners } from './stream-listeners.js';
 import type { ContainerFiles } from './docker/container-fs.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 import type { Timing } from '../../timing/timing.js';
+import type { WaitHooks } from '../../vmadm/types.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
 export interface AgentInstanceAdopter {
@@ -116,6 +117,11 @@ export interface TaskContext {
   step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>, bytes?: number): Promise<T>;
   /** Wait out the time of the task's phase `name` (`tasks.<task>.<name>`; `bytes` moved at its rate). */
   phase(name: string, bytes?: number): Promise<void>;
+  /**
+   * For vmadm's paced operations: the task gives its place among the daemon's working tasks
+   * back while the VM only takes time, and takes it back after (admission.ts).
+   */
+  readonly waitHooks: WaitHooks;
   /** Serialise with other tasks on this VM for the duration of `fn`. */
   withVmLock<T>(vmUuid: string, fn: () => Promise<T>): Promise<T>;
   /** Wait `ms`, or reject when the task is aborted. */

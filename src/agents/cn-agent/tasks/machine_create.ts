@@ -87,7 +87,7 @@ export const machineCreate = defineTask<CreateParams>({
         else ctx.log.info({ rules: rules.length }, 'firewall rules not applied: a mock CN has no firewaller');
       });
       const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
-        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }),
+        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log, hooks: ctx.waitHooks }),
       );
       return await finishValue(ctx, vm.uuid);
     } catch (err) {
