@@ -28,6 +28,7 @@ import { parseListenAddress, type ListenAddress } from '../common/listen-address
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
 import { resolveTiming } from '../timing/resolve.js';
 import type { TimingProfile } from '../timing/profile.js';
+import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -106,6 +107,18 @@ export interface DaemonConfig {
   bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
+  /**
+   * Where the mock CNs' DHCP goes (booter's dhcpd, UDP), or 'none' (--no-booter): each CN's
+   * admin NIC from NAPI directly and no PXE boot. Absent: the dev headnode's booter when it
+   * runs, else none.
+   */
+  booter?: { ip: string; port: number } | 'none';
+  /** Booter's HTTP root the CNs load their boot file from; absent: the dev booter's, else CNAPI's boot params. */
+  booterHttpUrl?: string;
+  /** The rack the relay names in option 82 (its circuit id); absent: the relay's remote id only. */
+  bootRack?: string;
+  /** Test-only scaling of the boot's DHCP schedule and retries (config file key `bootTimings`). */
+  bootTimings?: Partial<BootTimings>;
   /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
   maxTasks?: number;
   maxTasksPerServer?: number;
@@ -144,6 +157,18 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_SAPI_URL',
     help: "SAPI base URL: every mock CN's agent instances are adopted there (RFD 82) and deleted with the CN",
   },
+  {
+    key: 'fwapiUrl',
+    flag: 'fwapi-url',
+    env: 'MOCKCLOUD_FWAPI_URL',
+    help: "FWAPI base URL: every mock CN's firewaller resolves its VMs' rules there and takes its updates (fast, port 2020)",
+  },
+  {
+    key: 'fwapiFastUrl',
+    flag: 'fwapi-fast-url',
+    env: 'MOCKCLOUD_FWAPI_FAST_URL',
+    help: "FWAPI's update stream as tcp://HOST:PORT (default: FWAPI's host, port 2020, as firewaller's config.json says)",
+  },
   { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
   { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
   { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
@@ -175,7 +200,8 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_HEADNODE_PORTS',
     help:
       "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
-      'SAPI N+4) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (default: any free ports)',
+      'SAPI N+4, FWAPI N+5, its update stream N+6) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (FWAPI on any free ones) or seven ' +
+      'CNAPI,VMAPI,NAPI,IMGAPI,SAPI,FWAPI,FWAPI-UPDATES (default: any free ports)',
   },
   {
     key: 'agentIps',
@@ -230,6 +256,28 @@ export const SETTINGS = [
     help: "how long a rebooting mock CN stays down (seconds; default: the timing profile's cn.boot, 10 s on instant)",
   },
   {
+    key: 'booter',
+    flag: 'booter',
+    env: 'MOCKCLOUD_BOOTER',
+    help:
+      "where the mock CNs boot from: booter's DHCP IP:PORT (sdc-booter's dhcpd, which answers relayed requests by unicast); " +
+      "'none' or --no-booter: no PXE boot, each new CN's admin NIC from NAPI directly (default: the dev headnode's booter, else none; docs/boot.md)",
+  },
+  {
+    key: 'booterHttpUrl',
+    flag: 'booter-http-url',
+    env: 'MOCKCLOUD_BOOTER_HTTP_URL',
+    help: "booter's HTTP root the CNs load their boot file (boot.ipxe.01<MAC>) from (default: the dev headnode's booter; without one the boot params come from CNAPI)",
+  },
+  {
+    key: 'bootRack',
+    flag: 'boot-rack',
+    env: 'MOCKCLOUD_BOOT_RACK',
+    help:
+      "the rack the CNs' DHCP relay names as option 82's circuit id: booter gives new CNs a NIC on NIC tag admin_rack_<rack> from NAPI's admin pool " +
+      '(default: none, the relay sends its remote id and new CNs go on the admin network)',
+  },
+  {
     key: 'seed',
     flag: 'seed',
     env: 'MOCKCLOUD_SEED',
@@ -262,7 +310,7 @@ export interface ConfigInputs {
   mdata: MdataReader;
 }
 
-const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings']);
+const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings', 'bootTimings']);
 
 export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig> {
   const flags = inputs.flags ?? {};
@@ -328,7 +376,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   sources.datacenterName ??= 'default';
   const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
   const urls: ServiceUrls = {};
-  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const) {
     const key = `${svc}Url` as const;
     let url = await lookup(key);
     if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {
@@ -336,6 +384,18 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
       sources[key] = 'derived';
     }
     if (url !== undefined) urls[svc] = validateUrl(key, url);
+  }
+
+  const fast = await lookup('fwapiFastUrl');
+  if (fast !== undefined) {
+    let u: URL | undefined;
+    try {
+      u = new URL(fast);
+    } catch {
+      u = undefined;
+    }
+    if (!u || u.protocol !== 'tcp:' || !u.hostname || !u.port) throw invalid('fwapiFastUrl', `${JSON.stringify(fast)} is not tcp://HOST:PORT`);
+    urls.fwapiFast = `tcp://${u.host}`;
   }
 
   let bindIp = await lookup('bindIp');
@@ -405,6 +465,16 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  if (file.bootTimings !== undefined) config.bootTimings = validateBootTimings(file.bootTimings);
+  const booterText = await lookup('booter');
+  if (booterText !== undefined) config.booter = parseBooter(booterText);
+  const booterHttpUrl = await lookup('booterHttpUrl');
+  if (booterHttpUrl !== undefined) config.booterHttpUrl = validateUrl('booterHttpUrl', booterHttpUrl);
+  const bootRack = await lookup('bootRack');
+  if (bootRack !== undefined) {
+    if (!/^[A-Za-z0-9_-]{1,20}$/.test(bootRack)) throw invalid('bootRack', `rack ${JSON.stringify(bootRack)} must be 1-20 letters, digits, '_' or '-' (booter makes it the NIC tag admin_rack_<rack>)`);
+    config.bootRack = bootRack;
+  }
   const seed = await lookup('seed');
   if (seed !== undefined) {
     if (seed.length > 256) throw invalid('seed', 'a seed is at most 256 characters');
@@ -429,6 +499,20 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
   }
   return config;
+}
+
+/** "IP:PORT" of booter's dhcpd, or none/false/off. */
+function parseBooter(text: string): { ip: string; port: number } | 'none' {
+  if (['none', 'false', 'off', 'no'].includes(text.trim().toLowerCase())) return 'none';
+  const a = parseListenAddress(text, 67);
+  if (typeof a === 'string') throw invalid('booter', `booter address ${a}`);
+  if (a.port === 0) throw invalid('booter', `booter address ${JSON.stringify(text)} needs a port (1-65535)`);
+  // DHCP goes to booter alone, by unicast: never a wildcard, broadcast or multicast address.
+  const first = Number(a.ip.split('.')[0]);
+  if (/^(0\.0\.0\.0|255\.255\.255\.255|::)$/.test(a.ip) || (net.isIPv4(a.ip) && first >= 224) || /^ff/i.test(a.ip)) {
+    throw invalid('booter', `booter address ${a.ip} is not one host's unicast address`);
+  }
+  return { ip: a.ip, port: a.port };
 }
 
 /** `/data/mockcloud` in a mockcloud0 zone (the delegated dataset), else ~/.mockcloud. */
@@ -558,35 +642,44 @@ function parseSeconds(key: SettingKey, text: string): number {
   return n;
 }
 
-/** The dev headnode's five ports, in the order `--headnode-ports` takes them. */
+/** The dev headnode's ports, in the order `--headnode-ports` takes them (FWAPI's two pinned from a base or when given). */
 export interface HeadnodePortSet {
   cnapi: number;
   vmapi: number;
   napi: number;
   imgapi: number;
   sapi: number;
+  fwapi?: number;
+  /** FWAPI's update stream. */
+  fwapiFast?: number;
 }
 
-const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
+const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const;
+const LISTED = 'five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI or seven (and FWAPI,FWAPI-UPDATES)';
 
-/** "N" (N to N+4) or "C,V,N,I,S": five different ports, none 0. */
+/** "N" (N to N+6) or "C,V,N,I,S[,F,U]": five or seven different ports, none 0. */
 export function parseHeadnodePorts(text: string): HeadnodePortSet {
-  const count = HEADNODE_PORT_ORDER.length;
+  const all = HEADNODE_PORT_ORDER.length;
   const parts = text.split(',').map((p) => p.trim());
   let ports: number[];
   if (parts.length === 1) {
     const base = parsePort('headnodePorts', parts[0]!, false);
-    if (base > 65535 - (count - 1)) {
-      throw invalid('headnodePorts', `base port ${base} leaves no room for ${count} ports (at most ${65535 - (count - 1)})`);
+    if (base > 65535 - (all - 1)) {
+      throw invalid('headnodePorts', `base port ${base} leaves no room for ${all} ports (at most ${65535 - (all - 1)})`);
     }
     ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
-  } else if (parts.length === count) {
+  } else if (parts.length === 5 || parts.length === all) {
     ports = parts.map((p) => parsePort('headnodePorts', p, false));
-    if (new Set(ports).size !== count) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${count} different ports`);
+    if (new Set(ports).size !== ports.length) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${ports.length} different ports`);
   } else {
-    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI`);
+    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or ${LISTED}`);
   }
-  return { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  const set: HeadnodePortSet = { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
+  if (ports.length === all) {
+    set.fwapi = ports[5]!;
+    set.fwapiFast = ports[6]!;
+  }
+  return set;
 }
 
 export function parsePortRange(text: string): [number, number] {

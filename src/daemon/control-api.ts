@@ -81,6 +81,13 @@ export interface ControlHandlers {
   /** The timing in force (absent: no /timing). */
   timing?(): unknown;
   setTiming?(body: unknown): Promise<unknown>;
+  /**
+   * What one CN's agents hold: `config-agent` (its instances, files, post_cmds), `firewall`
+   * (the fwadm store: rules, remote VMs), `fwadm` (what `fwadm <cmd>` prints there, as text).
+   */
+  serverAgent?(uuid: string, what: string, query: URLSearchParams): ControlResponse;
+  /** Each CN's last boot and their summary (docs/boot.md); absent: no /boots. */
+  boots?(query: URLSearchParams): unknown;
 }
 
 /** What one path answers, by method; any other method is a 405. */
@@ -164,6 +171,8 @@ export class ControlApi {
     if (timing && setTiming) {
       on('/timing', () => ({ GET: answer(() => timing.call(h)), PUT: answer((req) => setTiming.call(h, body(req))) }));
     }
+    const boots = h.boots?.bind(h);
+    if (boots) on('/boots', () => ({ GET: answer((req) => boots(new URLSearchParams(req.getQuery()))) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));
     on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
     on('/rescan', () => ({ POST: answer(() => h.rescanAll()) }));
@@ -195,6 +204,10 @@ export class ControlApi {
     on('/servers/:uuid/:action', (req) => {
       const uuid = serverUuid(req);
       if (req.params.action === 'placement') return { POST: answer((r) => h.setPlacement(uuid, body(r))) };
+      const agent = h.serverAgent?.bind(h);
+      if (agent && ['config-agent', 'firewall', 'fwadm'].includes(String(req.params.action))) {
+        return { GET: async (r) => agent(uuid, String(r.params.action), new URLSearchParams(r.getQuery())) };
+      }
       if (req.params.action !== 'rescan') throw notFound(req);
       return { POST: answer(() => h.rescanServer(uuid)) };
     });

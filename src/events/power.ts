@@ -41,8 +41,11 @@ export class PowerHolds {
     return true;
   }
 
-  /** Drop one hold; the last brings the CN up (if it is still hosted). */
-  async give(cn: MockCn, stillHosted: boolean): Promise<void> {
+  /**
+   * Drop one hold; the last brings the CN up (if it is still hosted): it boots, through its
+   * firmware where it has one (booter: in the background, it may take a while), else at once.
+   */
+  async give(cn: MockCn, stillHosted: boolean, why: { cause: 'offline' | 'flap'; eventId: string }): Promise<void> {
     const n = this.holds.get(cn.uuid);
     if (n === undefined) return;
     if (n > 1) {
@@ -53,13 +56,19 @@ export class PowerHolds {
     try {
       if (stillHosted && cn.power === 'down') {
         const b = this.boot;
-        if (b && powerOnBoots(cn, b.timing)) {
+        const firmware = cn.powerOn?.(why.cause, {
+          eventId: why.eventId,
+          ...(b && powerOnBoots(cn, b.timing) ? { kernelMs: bootTimingOf(cn, b.timing, b.bootSeconds).bootMs } : {}),
+        });
+        if (firmware) void firmware.catch((err: unknown) => this.log.warn({ err, server: cn.uuid }, 'booting a server back online failed'));
+        else if (b && powerOnBoots(cn, b.timing)) {
           // Reachable while it boots: what keeps it silent is that it is down.
           this.network.unblock(cn.uuid);
           await powerOnAfterLoss(cn, {
             ...bootTimingOf(cn, b.timing, b.bootSeconds),
             wait: (ms) => new Promise((resolve) => void b.scheduler.schedule(ms, resolve)),
             log: this.log,
+            eventId: why.eventId,
           });
         } else await cn.setPower('up');
       }

@@ -1,6 +1,6 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
- * (cli → scenarios / mirror → daemon → ui, metrics → events → agents → runtime/headnode/mockcn → vmadm, timing → common), and cn-agent keeps one
+ * (cli → scenarios / mirror → daemon → ui, metrics → events → agents, boot → runtime/headnode/mockcn → vmadm, timing → common), and cn-agent keeps one
  * file per task, named after the task (sdc-cn-agent lib/backends/smartos/tasks/<task>.js).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -43,13 +43,14 @@ const ALLOWED: Record<string, readonly string[]> = {
   runtime: ['common', 'mockcn', 'timing'],
   headnode: ['common', 'vmadm', 'mockcn', 'timing'],
   agents: ['common', 'vmadm', 'mockcn', 'runtime', 'timing'],
-  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'timing'],
-  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'events', 'timing'],
-  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'timing'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'timing'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
-  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror', 'timing'],
+  boot: ['common', 'vmadm', 'mockcn', 'runtime', 'timing'],
+  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'timing'],
+  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'events', 'timing'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'timing'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'timing'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror', 'timing'],
 };
 
 describe('source layering', () => {

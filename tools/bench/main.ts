@@ -14,6 +14,7 @@ import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
 import { runTimingStep } from './timing-step.js';
+import { runAgentsStep } from './agents-step.js';
 import { heartbeatIntervalMs, runStep } from './step.js';
 import { renderTable } from './table.js';
 import { closeTaskAgent } from './task-load.js';
@@ -37,9 +38,10 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   const largest = Math.max(...opts.steps);
   let mirror: BenchReport['mirror'];
   let timing: BenchReport['timing'];
+  let agents: BenchReport['agents'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.mirrorOnly || opts.timingOnly ? [] : opts.steps) {
+    for (const n of opts.mirrorOnly || opts.agentsOnly || opts.timingOnly ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,
@@ -50,8 +52,9 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
         }),
       );
     }
-    if ((opts.mirrorCns ?? 0) > 0 && !opts.timingOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
-    if ((opts.timingCns ?? 0) > 0 && !opts.mirrorOnly) timing = await runTimingStep(opts.timingCns!, { sink, opts, say });
+    if ((opts.mirrorCns ?? 0) > 0 && !opts.agentsOnly && !opts.timingOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.agentsCns ?? 0) > 0 && !opts.mirrorOnly && !opts.timingOnly) agents = await runAgentsStep(opts.agentsCns!, { sink, opts, say });
+    if ((opts.timingCns ?? 0) > 0 && !opts.mirrorOnly && !opts.agentsOnly) timing = await runTimingStep(opts.timingCns!, { sink, opts, say });
   } finally {
     await sink.stop();
     closeTaskAgent();
@@ -67,6 +70,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
     steps,
     ...(mirror ? { mirror } : {}),
     ...(timing ? { timing } : {}),
+    ...(agents ? { agents } : {}),
   };
 }
 

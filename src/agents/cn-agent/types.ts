@@ -6,6 +6,7 @@
  * serialised against, and `run`, which gets a `TaskContext` and returns the finish value.
  * Failing the way a real task's `fatal()` does is `throw new TaskError(message, details)`.
  */
+import type { RemoteVm, RuleData } from '../firewaller/rules.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
@@ -49,6 +50,8 @@ export interface TaskEnvironment {
   bootSeconds?: number | undefined;
   /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
   agentInstances?: AgentInstanceAdopter | undefined;
+  /** The CN's firewaller store, for command_execute's `fwadm`; absent without a firewaller. */
+  firewallState?: ((uuid: string) => { rules: RuleData[]; rvms: RemoteVm[] } | undefined) | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;
