@@ -10,9 +10,9 @@ import type { RemoteVm, RuleData } from '../firewaller/rules.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
-import type { ZfsStore } from './zfs/state.js';
 import type { StreamListeners } from './stream-listeners.js';
-import type { ContainerFiles } from './docker/container-fs.js';
+import type { TaskLog } from './task-log.js';
+import type { UntilDetach } from './until-detach.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 import type { Timing } from '../../timing/timing.js';
 import type { WaitHooks } from '../../vmadm/types.js';
@@ -63,38 +63,22 @@ export type TaskParams = Record<string, unknown>;
  */
 export type TaskResult = Record<string, unknown> | unknown[] | string;
 
-/** The log a task writes: bunyan-style calls, kept in its log file and its history entry. */
-export interface TaskLog {
-  trace(...args: unknown[]): void;
-  debug(...args: unknown[]): void;
-  info(...args: unknown[]): void;
-  warn(...args: unknown[]): void;
-  error(...args: unknown[]): void;
-}
-
 /** An image this CN has "installed" (imported): what image_get answers with. */
 export interface InstalledImage {
   uuid: string;
   manifest: Record<string, unknown>;
 }
 
-/** Small per-CN state the tasks keep beside the CN's files (in memory; see docs in tasks). */
+/**
+ * Small per-CN state the tasks keep beside the CN's files (in memory; see docs in tasks). A
+ * capability with state of its own per CN (the ZFS changes in zfs/, the container files in
+ * docker/, the migrations in migration/) keeps it itself, in a WeakMap keyed by this object,
+ * so it lives and dies with the CN's slot and this contract names none of them.
+ */
 export interface CnTaskState {
   images: Map<string, InstalledImage>;
   overprovisionRatio?: string;
-  /** What the ZFS write tasks changed, loaded from the CN's zfs.json on first use. */
-  zfs?: ZfsStore;
-  /** Files written into this CN's containers (docker_copy, docker_build): tasks/container-fs.ts. */
-  containerFiles?: ContainerFiles;
 }
-
-/**
- * Keep something a task leaves running past its own end (a docker task's stream listener, a
- * migration process) until the CN is detached or cn-agent stops: `close` is then called and
- * awaited. Returns the function that drops it once it has ended by itself. Throws when the
- * CN is already being detached.
- */
-export type UntilDetach = (close: () => void | Promise<void>) => () => void;
 
 export interface TaskContext {
   readonly cn: MockCn;
@@ -142,7 +126,7 @@ export interface TaskDefinition<P> {
   queue: string;
   /** False for a queue with `log_params: false` (docker_build): params stay out of the task log. */
   logParams?: boolean;
-  /** Check and type the params; throw `invalid(...)` (tasks/params.ts) on bad input: the task then fails with that message. */
+  /** Check and type the params; throw `invalid(...)` (task-support/params.ts) on bad input: the task then fails with that message. */
   validate(params: TaskParams): P;
   /** VM uuids this task must not overlap with (held for the whole task). */
   vmLocks?(params: P): string[];

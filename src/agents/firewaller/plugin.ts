@@ -19,7 +19,8 @@
  *   the remote VM. A rule that does not parse is logged and skipped.
  *
  * What fwadm would print on a CN (`fwadm list`, `fwadm vms <rule>`, `fwadm rules <vm>`,
- * `fwadm status <vm>`, `fwadm list-rvms`) is `fwadm()`.
+ * `fwadm status <vm>`, `fwadm list-rvms`) is `fwadm()`. VMs as firewaller sees them are
+ * vms.ts, what a sync asks FWAPI and VMAPI sync-queries.ts, what it already asked remote-cache.ts.
  */
 import { HttpStatusError } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
@@ -28,11 +29,13 @@ import type { MockCn } from '../../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
 import { doublingDelay } from '../../runtime/backoff.js';
 import { DueQueue } from '../../runtime/due-queue.js';
-import type { Vm } from '../../vmadm/types.js';
 import { fwadmOutput, type FwadmOutput } from './fwadm.js';
-import { parseRule, remoteTargets, ruleAppliesTo, ruleNamesRemote, type FwVm, type ParsedRule, type RemoteTargets, type RemoteVm, type RuleData } from './rules.js';
+import { parseRule, remoteTargets, ruleAppliesTo, ruleNamesRemote, type ParsedRule, type RemoteTargets, type RemoteVm, type RuleData } from './rules.js';
+import { addToCache, missingTargets, type RemoteCache } from './remote-cache.js';
 import { FwStore } from './store.js';
 import { UpdateStream, type StreamMessage } from './stream.js';
+import { createPredicate, resolvePayloads, type ResolvePayload } from './sync-queries.js';
+import { fillRvm, fwVm, localVms, rvmFromVm } from './vms.js';
 
 export interface FirewallerOptions {
   /** config.json `syncInterval` (30 minutes). */
@@ -58,19 +61,12 @@ export const DEFAULT_FIREWALLER_OPTIONS: FirewallerOptions = {
   fastPort: 2020,
 };
 
-/** The remote targets already asked of VMAPI, per owner (lib/cache.js VMCache). */
-interface OwnerCache {
-  allVMs: boolean;
-  tags: Map<string, true | Set<string>>;
-  vms: Set<string>;
-}
-
 interface CnState {
   cn: MockCn;
   store: FwStore;
   loaded: Promise<void>;
   chain: Promise<void>;
-  cache: Map<string, OwnerCache>;
+  cache: RemoteCache;
   lastSync?: number;
   lastSyncError?: string;
   recent: string[];
@@ -459,7 +455,7 @@ export class FirewallerPlugin implements CnAgentPlugin {
     const answer = res.body;
     if (!answer || !Array.isArray(answer.rules) || answer.rules.length === 0) return;
     const owner = answer.owner_uuid ?? payload.owner_uuid;
-    addToCache(st, owner, answer);
+    addToCache(st.cache, owner, answer);
     const rvms = owner && (answer.allVMs || answer.vms?.length || (answer.tags && Object.keys(answer.tags).length > 0))
       ? await this.vmapiList(st.cn.uuid, owner, answer, reqId)
       : [];
@@ -478,10 +474,10 @@ export class FirewallerPlugin implements CnAgentPlugin {
   /** vmapi.js populateRemoteVMs: only targets not asked of VMAPI before (cache.js missing). */
   private async fetchMissing(st: CnState, owner: string, targets: RemoteTargets, reqId: string): Promise<RemoteVm[]> {
     if (!targets.allVMs && !targets.vms?.length && !(targets.tags && Object.keys(targets.tags).length)) return [];
-    const missing = missingTargets(st, owner, targets);
+    const missing = missingTargets(st.cache, owner, targets);
     if (!missing) return [];
     const rvms = await this.vmapiList(st.cn.uuid, owner, missing, reqId);
-    addToCache(st, owner, missing);
+    addToCache(st.cache, owner, missing);
     return rvms;
   }
 
@@ -521,153 +517,9 @@ export class FirewallerPlugin implements CnAgentPlugin {
   }
 }
 
-interface ResolvePayload {
-  owner_uuid?: string;
-  vms?: string[];
-  tags?: Record<string, (string | number | boolean)[]>;
-}
-
 interface Resolved extends RemoteTargets {
   rules: RuleData[];
   owner_uuid?: string;
-}
-
-function fwVm(vm: Vm): FwVm {
-  return {
-    uuid: vm.uuid,
-    ...(typeof vm.owner_uuid === 'string' ? { owner_uuid: vm.owner_uuid } : {}),
-    enabled: vm.firewall_enabled === true,
-    tags: (vm.tags as Record<string, unknown> | undefined) ?? {},
-    ips: ipsOf(vm),
-    ...(typeof vm.state === 'string' ? { state: vm.state } : {}),
-  };
-}
-
-function localVms(cn: MockCn): FwVm[] {
-  return cn.vms.list().map(fwVm);
-}
-
-function ipsOf(vm: Record<string, unknown>): string[] {
-  const ips = new Set<string>();
-  for (const n of Array.isArray(vm.nics) ? (vm.nics as Record<string, unknown>[]) : []) {
-    if (typeof n?.ip === 'string' && n.ip !== 'dhcp' && n.ip !== '') ips.add(n.ip);
-  }
-  for (const ip of Array.isArray(vm.ips) ? vm.ips : []) if (typeof ip === 'string') ips.add(ip.split('/')[0]!);
-  return [...ips].sort();
-}
-
-/** vmapi.js buildRVM / fw rvm.js: uuid, sorted IPs, owner, tags when there are any. */
-function rvmFromVm(vm: Record<string, unknown>): RemoteVm {
-  const rvm: RemoteVm = { uuid: String(vm.uuid), ips: ipsOf(vm) };
-  if (typeof vm.owner_uuid === 'string') rvm.owner_uuid = vm.owner_uuid;
-  const tags = vm.tags as Record<string, unknown> | undefined;
-  if (tags && typeof tags === 'object' && Object.keys(tags).length > 0) rvm.tags = { ...tags };
-  return rvm;
-}
-
-/** vm-update.js fillRVM: add_nics, remove_ips, set_tags, remove_tags on a stored remote VM. */
-function fillRvm(value: Record<string, unknown>, rvm: RemoteVm): RemoteVm {
-  const out: RemoteVm = { ...rvm, ips: [...rvm.ips], ...(rvm.tags ? { tags: { ...rvm.tags } } : {}) };
-  if (Array.isArray(value.add_nics)) out.ips = [...new Set([...out.ips, ...ipsOf({ nics: value.add_nics })])].sort();
-  if (Array.isArray(value.remove_ips)) out.ips = out.ips.filter((ip) => !(value.remove_ips as unknown[]).includes(ip));
-  if (value.set_tags && typeof value.set_tags === 'object') out.tags = { ...out.tags, ...(value.set_tags as Record<string, unknown>) };
-  if (Array.isArray(value.remove_tags) && out.tags) for (const t of value.remove_tags) delete out.tags[String(t)];
-  if (value.tags && typeof value.tags === 'object' && !Array.isArray(value.tags)) out.tags = { ...(value.tags as Record<string, unknown>) };
-  if (out.tags && Object.keys(out.tags).length === 0) delete out.tags;
-  return out;
-}
-
-/** fwapi.js buildResolvePayload: per owner, the uuids and tags of VMs with their firewall enabled. */
-function resolvePayloads(vms: readonly FwVm[]): ResolvePayload[] {
-  const owners = new Map<string, { vms: string[]; tags: Map<string, Set<string | number | boolean>> }>();
-  for (const vm of vms) {
-    if (!vm.enabled) continue;
-    const owner = vm.owner_uuid ?? 'none';
-    let o = owners.get(owner);
-    if (!o) owners.set(owner, (o = { vms: [], tags: new Map() }));
-    o.vms.push(vm.uuid);
-    for (const [k, v] of Object.entries(vm.tags)) {
-      let set = o.tags.get(k);
-      if (!set) o.tags.set(k, (set = new Set()));
-      set.add(v as string | number | boolean);
-    }
-  }
-  const out: ResolvePayload[] = [];
-  for (const [owner, o] of owners) {
-    const p: ResolvePayload = {};
-    if (owner !== 'none') p.owner_uuid = owner;
-    if (o.vms.length > 0) p.vms = o.vms;
-    if (o.tags.size > 0) p.tags = Object.fromEntries([...o.tags].map(([k, s]) => [k, [...s].map((v) => String(v))]));
-    out.push(p);
-  }
-  return out;
-}
-
-function ownerCache(st: CnState, owner: string): OwnerCache {
-  let c = st.cache.get(owner);
-  if (!c) st.cache.set(owner, (c = { allVMs: false, tags: new Map(), vms: new Set() }));
-  return c;
-}
-
-function addToCache(st: CnState, owner: string | undefined, t: RemoteTargets): void {
-  if (!owner) return;
-  const c = ownerCache(st, owner);
-  if (t.allVMs) c.allVMs = true;
-  for (const v of t.vms ?? []) c.vms.add(v);
-  for (const [k, v] of Object.entries(t.tags ?? {})) {
-    if (v === true) c.tags.set(k, true);
-    else {
-      const cur = c.tags.get(k);
-      if (cur === true) continue;
-      const set = cur ?? new Set<string>();
-      for (const x of Array.isArray(v) ? v : [v]) set.add(String(x));
-      c.tags.set(k, set);
-    }
-  }
-}
-
-/** cache.js missing: the targets not yet asked for (undefined: none). */
-function missingTargets(st: CnState, owner: string, t: RemoteTargets): RemoteTargets | undefined {
-  const c = ownerCache(st, owner);
-  if (c.allVMs) return undefined;
-  if (t.allVMs) return { allVMs: true };
-  const out: RemoteTargets = {};
-  const vms = (t.vms ?? []).filter((v) => !c.vms.has(v));
-  if (vms.length > 0) out.vms = vms;
-  for (const [k, v] of Object.entries(t.tags ?? {})) {
-    const cur = c.tags.get(k);
-    if (cur === true) continue;
-    if (v === true) {
-      (out.tags ??= {})[k] = true;
-      continue;
-    }
-    const vals = (Array.isArray(v) ? v : [v]).filter((x) => !cur?.has(String(x)));
-    if (vals.length > 0) (out.tags ??= {})[k] = vals;
-  }
-  return out.vms || out.tags ? out : undefined;
-}
-
-/** pred.js createPred. */
-export function createPredicate(owner: string, serverUuid: string, f: RemoteTargets): Record<string, unknown> {
-  const and: Record<string, unknown>[] = [
-    { eq: ['owner_uuid', owner] },
-    { ne: ['server_uuid', serverUuid] },
-    { ne: ['state', 'destroyed'] },
-    { ne: ['state', 'failed'] },
-    { ne: ['state', 'provisioning'] },
-  ];
-  const tags = f.tags ?? {};
-  const vms = f.vms ?? [];
-  if (f.allVMs || (Object.keys(tags).length === 0 && vms.length === 0)) return { and };
-  const or: Record<string, unknown>[] = [];
-  for (const [k, v] of Object.entries(tags)) {
-    if (Array.isArray(v)) for (const x of v) or.push({ eq: [`tag.${k}`, x] });
-    else or.push({ eq: [`tag.${k}`, v === true ? '*' : v] });
-  }
-  for (const vm of vms) or.push({ eq: ['uuid', vm] });
-  if (or.length === 1) and.push(or[0]!);
-  else if (or.length > 1) and.push({ or });
-  return { and };
 }
 
 export function createFirewallerPlugin(options: Partial<FirewallerOptions> = {}): (ctx: AgentPluginContext) => FirewallerPlugin {

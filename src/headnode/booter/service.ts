@@ -36,7 +36,8 @@ import {
 import { Gate } from '../../common/gate.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
-import { cidrContains, parseCidr, parseIpv4 } from '../napi/addr.js';
+import { cidrContains } from '../../common/ipv4.js';
+import { napiIpv4, napiSubnet } from '../napi/addr.js';
 import { BootParamsSource, nicTagOfCircuit, type BootParams } from './boot-params.js';
 import { buildIpxeScript, ipxeFileName } from './ipxe.js';
 
@@ -301,10 +302,10 @@ function bootFile(req: DhcpPacket): string {
 
 /** Booter's `_findRouteToBooter`: the route of the NIC's network whose destination holds the booter. */
 function routeToBooter(routes: Record<string, string> | undefined, serverIp: string): string | undefined {
-  const ip = parseIpv4(serverIp);
+  const ip = napiIpv4(serverIp);
   if (ip === undefined) return undefined;
   for (const [dest, gw] of Object.entries(routes ?? {})) {
-    const cidr = parseCidr(dest.includes('/') ? dest : `${dest}/32`);
+    const cidr = napiSubnet(dest.includes('/') ? dest : `${dest}/32`);
     if (cidr && cidrContains(cidr, ip)) return gw;
   }
   return undefined;

@@ -1,6 +1,6 @@
 /**
  * What the mock global-zone commands read: one JSON snapshot of the CN, written by
- * command_execute for one script run (tasks/gz-snapshot.ts) and removed after it, and what
+ * command_execute for one script run (gz-scripts/gz-snapshot.ts) and removed after it, and what
  * each command answers.
  */
 import type { RemoteVm, RuleData } from '../../firewaller/rules.js';

@@ -3,10 +3,10 @@
  * sysinfo.json durably and have the CN re-read and register it, as the real agent's sysinfo
  * file watcher does.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, isPlainObject } from '../task-support/params.js';
 import { readCnSysinfo, reloadSysinfo, withAgentAddress, writeCnSysinfo } from '../task-support/sysinfo-file.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface NicUpdate {
   mac: string;
