@@ -131,6 +131,8 @@ describe('the dev DC on a timing profile', () => {
     control = daemon.controlAddress.url;
     await serversRunning(cnapi, 2);
     await waitFor(() => daemon.fleet.list().every((cn) => cn.registered), 10_000, 'the CNs registered');
+    // vm-agent starts each CN up to 5 s after the daemon; until its first sync a VM's states reach VMAPI only then.
+    await waitFor(async () => (await http('GET', `${control}/status`)).body.agents['vm-agent'].unsynced === 0, 15_000, "vm-agent's first sync");
     const images = (await http('GET', `${daemon.config.urls.imgapi}/images?name=base-64-lts`)).body as unknown as Obj[];
     image = images[0]!.uuid;
   }, 60_000);
