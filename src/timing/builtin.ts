@@ -72,8 +72,11 @@ Object.assign(smartosFigures, {
   'tasks.docker_build.run': TASK_CHILD,
   'tasks.docker_build.step': logNormal(1 * S, 6 * S),
   'tasks.docker_build.commit': logNormal(2 * S, 10 * S),
-  // imgadm create: a snapshot sent, compressed and uploaded to IMGAPI. Estimate.
-  'tasks.machine_create_image.run': withRate(logNormal(5 * S, 20 * S), 40 * MiB),
+  // imgadm create: the child and imgadm (a node program) snapshotting the VM (a zfs snapshot
+  // takes the same time whatever the dataset's size), then the snapshot sent, compressed and
+  // uploaded to IMGAPI, the image file's bytes at a rate. Estimates.
+  'tasks.machine_create_image.run': VMADM_COMMAND,
+  'tasks.machine_create_image.send': withRate(logNormal(5 * S, 20 * S), 40 * MiB),
   // sleep waits what its params say; nop and test_subtask are the child's start only.
 
   // A zone's stages (smartos-live src/vm/node_modules/VM.js, vmadm(8) VM STATES). Estimates,

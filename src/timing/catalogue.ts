@@ -32,6 +32,9 @@ export const TASK_PHASES: Readonly<Record<string, readonly string[]>> = {
   machine_migrate: ['run', 'sync'],
   // `run` until the task answers; each Dockerfile instruction; the image's layers written
   docker_build: ['run', 'step', 'commit'],
+  // imgadm create: its start and the VM's snapshot, then the snapshot sent, compressed and
+  // uploaded to IMGAPI (bytes at a rate: the image file's)
+  machine_create_image: ['run', 'send'],
 };
 
 /** cn-agent's tasks (sdc-cn-agent lib/backends/smartos/index.js queueDefns), in its order. */
@@ -96,5 +99,5 @@ export const RATE_KEYS: ReadonlySet<string> = new Set([
   'tasks.machine_reprovision.fetch_dataset',
   'tasks.image_ensure_present.import',
   'tasks.machine_migrate.sync',
-  'tasks.machine_create_image.run',
+  'tasks.machine_create_image.send',
 ]);
