@@ -10,7 +10,10 @@
  * - a task's history (cn-agent /history through CNAPI's task-history) shows its steps at the
  *   times drawn for them, an import's bytes at the rate;
  * - a rebooted CN is `unknown` in CNAPI for its boot time, then `running` with a new Boot Time;
- * - a VM's stop goes through shutting_down; the daemon's timing changes through PUT /timing,
+ * - a VM's stop goes through shutting_down, and its job shows each step's start and end; a
+ *   CNAPI task is `active` while it takes its time, then shows cn-agent's `finish` alone; a
+ *   waitlist ticket activates when the director gets to it;
+ * - the daemon's timing changes through PUT /timing,
  *   and a bad one is refused with its lines, the daemon keeping its own; a timing event slows
  *   one CN's tasks for a while;
  * - the same --seed draws the same durations.
@@ -235,6 +238,54 @@ describe('the dev DC on a timing profile', () => {
       return vm.state === 'stopped';
     }, 20_000, 'the VM stopped');
     expect([...seen]).toContain('shutting_down');
+    // The stop job's chain as a real job reads: each step started and finished, in order, the
+    // task's wait lasting the shutdown (800 ms) and halt (200 ms) at least.
+    const job = await waitFor(async () => {
+      const j = (await http('GET', `${vmapi}/jobs/${stop.body.job_uuid}`)).body;
+      return j.execution === 'succeeded' || j.execution === 'failed' ? j : undefined;
+    }, 10_000, 'the stop job');
+    expect(job.execution).toBe('succeeded');
+    const chain = job.chain_results as Obj[];
+    expect(chain.length).toBeGreaterThan(2);
+    for (const [i, r] of chain.entries()) {
+      expect(Date.parse(r.finished_at), r.name).toBeGreaterThanOrEqual(Date.parse(r.started_at));
+      if (i > 0) expect(Date.parse(r.started_at), r.name).toBeGreaterThanOrEqual(Date.parse(chain[i - 1]!.finished_at));
+    }
+    const wait = chain.find((r) => r.name === 'cnapi.wait_task')!;
+    expect(Date.parse(wait.finished_at) - Date.parse(wait.started_at)).toBeGreaterThanOrEqual(1000 - 50);
+  }, 30_000);
+
+  it("keeps a CNAPI task active while it takes its time, then shows cn-agent's finish alone, as CNAPI does", async () => {
+    // sdc-cnapi lib/models/server.js sendTaskRequest keeps only cn-agent's answer ("TODO get
+    // taskstatus.history from the response from cn-agent"): the steps are in task-history.
+    const started = Date.now();
+    const start = await http('POST', `${cnapi}/servers/${vmServer}/vms/${vmUuid}/start`, {});
+    // sdc-cnapi lib/models/vm.js performVmTask answers {id} with restify's default 200.
+    expect(start.status).toBe(200);
+    const during = (await http('GET', `${cnapi}/tasks/${start.body.id}`)).body;
+    expect(during.status).toBe('active');
+    expect((during.history ?? []) as Obj[]).toEqual([]);
+    const done = (await http('GET', `${cnapi}/tasks/${start.body.id}/wait?timeout=30`)).body;
+    expect(done.status).toBe('complete');
+    expect((done.history as Obj[]).map((h) => h.name)).toEqual(['finish']);
+    // machine_boot's run, then the zone's boot (600 ms on this profile).
+    expect(Date.parse(done.history[0].timestamp) - started).toBeGreaterThanOrEqual(600);
+    const history = (await http('GET', `${cnapi}/servers/${vmServer}/task-history`)).body as unknown as Obj[];
+    expect(drawsOf(history.filter((h) => h.task === 'machine_boot').pop()!).get('run')).toBeGreaterThan(0);
+  }, 30_000);
+
+  it("activates a waitlist ticket when CNAPI's director gets to it, not at once", async () => {
+    const ticket = await http('POST', `${cnapi}/servers/${vmServer}/tickets`, {
+      scope: 'vm', id: randomUUID(), expires_at: new Date(Date.now() + 60_000).toISOString(), action: 'provision',
+    });
+    expect(ticket.status).toBe(202);
+    const created = Date.now();
+    expect((ticket.body.queue as Obj[]).map((t) => t.status)).toEqual(['queued']);
+    const woke = (await http('GET', `${cnapi}/tickets/${ticket.body.uuid}/wait`)).body;
+    expect(woke.status ?? (await http('GET', `${cnapi}/tickets/${ticket.body.uuid}`)).body.status).toBe('active');
+    // waitlist.activation is 50 ms on this profile.
+    expect(Date.now() - created).toBeGreaterThanOrEqual(40);
+    expect((await http('PUT', `${cnapi}/tickets/${ticket.body.uuid}/release`)).status).toBe(204);
   }, 30_000);
 
   it('changes timing through PUT /timing, and keeps its own when a bad one comes', async () => {
