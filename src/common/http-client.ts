@@ -118,6 +118,13 @@ export class JsonHttpClient {
     return this.background.waiting;
   }
 
+  /** Requests waiting in the agent for a free connection (heartbeats, status reports, tasks' own). */
+  get queued(): number {
+    let n = 0;
+    for (const waiting of Object.values(this.agent.requests)) n += waiting?.length ?? 0;
+    return n;
+  }
+
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
   request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
     // Held before the background gate: a partitioned CN's requests take no other CN's turn.

@@ -869,8 +869,9 @@ export class Daemon {
         : undefined,
       cnAgent: this.cnAgent?.stats?.(),
       agents,
-      scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors },
-      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued },
+      /** `lag`: how late the most overdue hot job (heartbeats) and other job are (a busy daemon falls behind). */
+      scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors, lag: this.scheduler.lag() },
+      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued, queued: this.http.queued },
       memory: {
         rssBytes: mem.rss,
         heapUsedBytes: mem.heapUsed,

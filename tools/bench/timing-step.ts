@@ -60,6 +60,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         bindIp: opts.bindIp,
         logLevel: opts.daemonLogLevel,
         readyTimeoutMs: 60_000 + n * 20,
+        nodeArgs: timing === 'smartos' && process.env.DIAG_NODE_ARGS ? process.env.DIAG_NODE_ARGS.split(' ') : [],
         extraArgs: ['--timing', timing, '--max-connections', String(held + 200), '--max-queued-tasks', String(held)],
       })
     ).daemon;
