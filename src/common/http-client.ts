@@ -1,6 +1,7 @@
 /**
  * The one outbound HTTP client of the daemon: JSON over one keep-alive agent, shared by every
- * mock CN's traffic to CNAPI, VMAPI and NAPI. Per-request headers (User-Agent with the server
+ * mock CN's traffic to CNAPI, VMAPI and NAPI, with a few connections of a hot lane for
+ * heartbeats. Per-request headers (User-Agent with the server
  * uuid, x-request-id) come from the caller.
  */
 import http from 'node:http';
@@ -34,6 +35,11 @@ export interface HttpRequest {
    * task: at most `backgroundInFlight` of these are sent at once, the rest wait their turn.
    */
   background?: boolean;
+  /**
+   * A CN's heartbeat (what CNAPI's view of the CN's life rides on): sent on connections of its
+   * own, the hot lane, never behind the status reports and task calls waiting for a connection.
+   */
+  hot?: boolean;
   /** On a connection of its own, not one of the pool's (a request sent again after a reset). */
   freshConnection?: boolean;
 }
@@ -85,12 +91,24 @@ export interface HttpClientOptions {
   maxSockets?: number;
   timeoutMs?: number;
   userAgent?: string;
-  /** Background requests in flight at once (default 32). */
+  /** Background requests in flight at once (default 32), while no other request waits for a connection. */
   backgroundInFlight?: number;
+  /** Connections per origin of the hot lane (default 16). */
+  hotSockets?: number;
 }
+
+/**
+ * Background requests in flight while other requests wait for a connection. A peer that falls
+ * behind (a burst of tasks on a timing profile: every VM's stages synced to VMAPI, heartbeats
+ * and status reports to CNAPI, one process answering both) then spends its time on what CNAPI
+ * needs to see the CNs alive; the syncs catch up after.
+ */
+const BACKGROUND_WHILE_BUSY = 4;
 
 export class JsonHttpClient {
   readonly agent: http.Agent;
+  /** The hot lane's connections (HttpRequest.hot). */
+  private readonly hotAgent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   /** Counters for `mockcloud status`; `retries`: requests sent again after a reset reused socket. */
@@ -108,9 +126,12 @@ export class JsonHttpClient {
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
+    this.hotAgent = new http.Agent({ keepAlive: true, maxSockets: opts.hotSockets ?? 16, scheduling: 'fifo' });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
-    this.background = new Gate(Math.max(1, opts.backgroundInFlight ?? 32));
+    const backgroundInFlight = Math.max(1, opts.backgroundInFlight ?? 32);
+    const whileBusy = Math.min(backgroundInFlight, BACKGROUND_WHILE_BUSY);
+    this.background = new Gate(() => (waitingIn(this.agent) > 0 ? whileBusy : backgroundInFlight));
   }
 
   /** Background requests waiting for their turn. */
@@ -120,9 +141,7 @@ export class JsonHttpClient {
 
   /** Requests waiting in the agent for a free connection (heartbeats, status reports, tasks' own). */
   get queued(): number {
-    let n = 0;
-    for (const waiting of Object.values(this.agent.requests)) n += waiting?.length ?? 0;
-    return n;
+    return waitingIn(this.agent) + waitingIn(this.hotAgent);
   }
 
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
@@ -164,7 +183,9 @@ export class JsonHttpClient {
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     // One deadline for the whole request, a retry included.
     const deadline = Date.now() + timeoutMs;
-    const sent = this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method));
+    let sent = this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method));
+    // A connection freed: background turns held back while others waited may go again.
+    if (!req.background) sent = sent.finally(() => this.background.waiting > 0 && this.background.recheck());
     const observer = this.observer;
     if (observer === undefined) {
       return sent.catch((err: unknown) => {
@@ -214,7 +235,7 @@ export class JsonHttpClient {
         }
         reject(err);
       };
-      const agent = req.freshConnection ? false : this.agent;
+      const agent = req.freshConnection ? false : req.hot ? this.hotAgent : this.agent;
       const r = http.request(req.url, { method: req.method, headers, agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -258,5 +279,13 @@ export class JsonHttpClient {
 
   close(): void {
     this.agent.destroy();
+    this.hotAgent.destroy();
   }
+}
+
+/** Requests waiting in `agent` for a free connection, over all origins. */
+function waitingIn(agent: http.Agent): number {
+  let n = 0;
+  for (const key in agent.requests) n += agent.requests[key]?.length ?? 0;
+  return n;
 }

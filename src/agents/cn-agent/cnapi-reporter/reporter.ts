@@ -17,7 +17,8 @@
  * concurrency 1 (a bit set of pending message kinds, so at most one of each is queued, as in the
  * real agent) and its jobs on the shared Scheduler, the heartbeats among its hot jobs (they run
  * ahead of every task's and VM's waits due at the same time). All requests go through the
- * shared JsonHttpClient. No timer, socket or client per CN.
+ * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
+ * reports waiting for a connection). No timer, socket or client per CN.
  */
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
@@ -34,7 +35,8 @@ const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
 
-const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
+// A heartbeat due goes before a status report due: CNAPI counts a CN dead 11 s after its last one.
+const KINDS = [SYSINFO, AGENTS, HEARTBEAT, STATUS] as const;
 /** Heartbeats are the scheduler's hot jobs: CNAPI counts a CN dead 11 s after its last one. */
 const HOT = { hot: true } as const;
 type Kind = (typeof KINDS)[number];
@@ -438,6 +440,7 @@ export class CnapiReporter implements MockCnHooks {
         body,
         headers: { 'user-agent': this.userAgent(cn) },
         timeoutMs: this.timings.requestTimeoutMs,
+        hot: bit === HEARTBEAT,
       });
       if (res.statusCode >= 200 && res.statusCode < 300) {
         this.counters[kind].ok++;
