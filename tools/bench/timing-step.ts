@@ -27,10 +27,10 @@ import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
 import type { SinkProcess } from './sink/sink-process.js';
 import type { SinkStats } from './sink/sink.js';
 import { round, summarize } from './stats.js';
-import { runCreateServers, waitAllHeartbeated } from './step.js';
-import { runTasks, type TaskTarget } from './task-load.js';
+import { runCreateServers, taskTargets, waitAllHeartbeated } from './step.js';
+import { runTasks } from './task-load.js';
 import type { BenchOptions, TimingResult } from './types.js';
-import { machineCreateParams, type ExternalNetwork } from './vm-payload.js';
+import { machineCreateParams } from './vm-payload.js';
 
 /** File descriptors left for everything but the CNs' sockets and the burst's connections. */
 const FD_MARGIN = 1000;
@@ -105,14 +105,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     result.idleSmartos = figures;
     result.idleCpuRatio = round(figures.cpuPercent / Math.max(0.01, result.idleInstant.cpuPercent), 3);
 
-    const info = (await d.readDaemonJson()) ?? { servers: {} };
-    const targets: TaskTarget[] = Object.entries(info.servers).map(([uuid, a]) => ({ uuid, ip: a.ip, port: a.port }));
-    if (targets.length < n) throw new Error(`daemon.json lists ${targets.length} of ${n} CNs`);
-    const net: ExternalNetwork = {
-      uuid: sink.ready.networks.external,
-      subnet: sink.ready.networks.externalSubnet,
-      gateway: sink.ready.networks.externalGateway,
-    };
+    const { targets, net } = await taskTargets(d, n, sink);
     say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
     const rssBefore = readRssBytes(d.pid);
     await sink.mark();
