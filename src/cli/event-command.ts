@@ -42,6 +42,9 @@ interface EventArgs extends DataDirArgs, JsonArgs {
   hang?: boolean;
   api?: string;
   'error-rate'?: number;
+  factor?: number;
+  timing?: string;
+  keys?: string;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -169,6 +172,13 @@ function params(argv: EventArgs): Record<string, unknown> {
       val('probability', 'probability');
       if (argv.hang) p.hang = true;
       break;
+    case 'timing':
+      val('factor', 'factor');
+      val('timing', 'profile');
+      if (argv.vms !== undefined) p.vms = list('vms', argv.vms);
+      if (argv.keys !== undefined) p.keys = argv.keys.split(',').map((k) => k.trim()).filter(Boolean);
+      if (p.factor === undefined && p.profile === undefined) throw new UsageError('timing needs --factor and/or --timing (e.g. --factor 5 --keys tasks)');
+      break;
     case 'outbound-fault':
       p.api = argv.api ?? '*';
       dur('delay', 'delayMs');
@@ -204,7 +214,7 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('boot', { type: 'string', describe: "reboot: time down; power-loss: each CN's kernel boot time (default the daemon's --boot-seconds)" })
     .option('off', { type: 'string', describe: 'power-loss: how long the power stays off (default 0: back at once)' })
     .option('spread', { type: 'string', describe: 'power-loss: power comes back to each CN at a random moment within this (default 0: all at once)' })
-    .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot: these VMs (comma-separated UUIDs; default every running VM)' })
+    .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot, timing: these VMs (comma-separated UUIDs; default every running VM, timing: all)' })
     .option('vm-percent', { type: 'number', describe: "vm-crash, vm-reboot: this percentage of the targets' running VMs" })
     .option('exit-status', { type: 'number', describe: 'vm-crash: the exit status vmadm records (default 1)' })
     .option('fill', { type: 'number', describe: 'zpool-fill: the pool fill to reach, in percent' })
@@ -218,11 +228,15 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('hang', { type: 'boolean', describe: "task-fault: the task never answers until the event ends or its caller gives up" })
     .option('api', { choices: ['cnapi', 'vmapi', 'napi', '*'], describe: "outbound-fault: which API's calls (default '*')" })
     .option('error-rate', { type: 'number', describe: 'outbound-fault: fraction of the hit requests that fail, 0-1' })
+    .option('factor', { type: 'number', describe: 'timing: multiply the durations by this (5: five times slower)' })
+    .option('timing', { type: 'string', describe: 'timing: a built-in timing profile instead (instant, smartos)' })
+    .option('keys', { type: 'string', describe: 'timing: only these timing keys (comma-separated: tasks, vm.boot, ...; docs/timing.md)' })
     .example('$0 event offline --count 3 --duration 30s', 'three random CNs stop heartbeating, then come back')
     .example('$0 event vm-crash --servers UUID --exit-status 137', "that CN's running VMs crash")
     .example('$0 event power-loss --all --spread 30s', 'a boot storm: every CN loses power and boots (by booter) over 30 s; see mockcloud boot-report')
     .example('$0 event zpool-fill --percent 10 --fill 95 --over 5m', "10 % of the CNs' pools fill to 95 %")
     .example('$0 event task-fault --all --task machine_create --hang', 'VM creations hang until the event ends')
+    .example('$0 event timing --profile rack-a --factor 5 --keys tasks --duration 10m', "rack-a's tasks run 5x slower for 10 minutes")
     .example('$0 event end --all', 'end every active event');
   return withJson(withDataDir(out), 'the answer') as Argv<EventArgs>;
 }

@@ -22,6 +22,7 @@ import { daemonCommand } from './daemon-command.js';
 import { deleteServersCommand } from './delete-servers-command.js';
 import { ensureServersCommand } from './ensure-servers-command.js';
 import { eventCommand, eventsCommand } from './event-command.js';
+import { timingCommand } from './timing-command.js';
 import { faultsCommand } from './faults-command.js';
 import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
@@ -48,6 +49,7 @@ const COMMANDS = [
   setServersCommand,
   eventCommand,
   eventsCommand,
+  timingCommand,
   bootReportCommand,
   scenarioCommand,
   mirrorCommand,

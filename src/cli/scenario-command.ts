@@ -13,7 +13,7 @@ import { readSmallTextFile } from '../common/bounded-file.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Argv, CommandModule } from 'yargs';
 import { isProcessAlive } from '../daemon/daemon-json.js';
-import { formatDuration } from '../scenarios/duration.js';
+import { formatDuration } from '../common/duration.js';
 import { checkAgainstFleet } from '../scenarios/fleet-check.js';
 import { parseScenario } from '../scenarios/parse.js';
 import { claimScenarioPid, removeScenarioPid, removeStaleScenarioPid, runningScenarioPid, scenarioPidPath } from '../scenarios/pid-file.js';

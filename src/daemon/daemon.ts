@@ -39,11 +39,16 @@ import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
 import type { UiServer } from '../ui/server.js';
 import { EventsEngine } from '../events/index.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import { preflight } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
+import { INSTANT } from '../timing/builtin.js';
+import type { TimingProfile } from '../timing/profile.js';
+import { resolveTiming } from '../timing/resolve.js';
+import { Timing } from '../timing/timing.js';
+import { describeTiming, setTiming } from './timing-control.js';
+import { waitOn } from '../timing/wait.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import { removeStaleServerTemps, removeStaleTempsAtStart } from './stale-temps.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -75,7 +80,7 @@ export interface DaemonOptions {
    * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
    * asked: `mockcloud daemon` asks unless run with --no-headnode.
    */
-  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string };
+  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string; heartbeat?: { periodMs?: number; lifetimeMs?: number } };
 }
 
 type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -134,6 +139,10 @@ export class Daemon {
   daemonId: string | undefined;
   /** The hardware profiles: the built-ins and the profile files' (read at start). */
   profiles = new ProfileCatalogue();
+  /** How long things take (docs/timing.md): the daemon's profile, the CNs' own, events' adjustments. */
+  readonly timing: Timing;
+  /** The timing of each hardware profile that names one (its `timing:`). */
+  private readonly profileTimings = new Map<string, TimingProfile>();
 
   /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
   get hostedBy(): string {
@@ -153,6 +162,15 @@ export class Daemon {
         ...(opts.config.logLevel ? { level: opts.config.logLevel as 'info' } : {}),
       });
     this.scheduler = new Scheduler({ log: this.log });
+    this.timing = new Timing({
+      profile: this.config.timingProfile ?? INSTANT,
+      seed: this.config.seed,
+      profileOfServer: (server) => {
+        if (this.profileTimings.size === 0) return undefined;
+        const cn = this.fleetInstance?.get(server);
+        return cn ? this.profileTimings.get(cn.profile) : undefined;
+      },
+    });
     this.http = new JsonHttpClient({ userAgent: `mockcloud/${PACKAGE_VERSION}`, maxSockets: 64 });
   }
 
@@ -211,6 +229,10 @@ export class Daemon {
       this.profiles = new ProfileCatalogue(
         await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
       );
+      const profilesDir = config.profilesDir ?? path.join(config.dataDir, 'profiles');
+      for (const p of this.profiles.list()) {
+        if (p.timing !== undefined) this.profileTimings.set(p.name, await resolveTiming(p.timing, profilesDir));
+      }
       this.daemonId = await loadDaemonId(config.dataDir);
       await this.startEmbeddedHeadnode();
       this.scheduler.start();
@@ -243,6 +265,7 @@ export class Daemon {
         log,
         http: this.http,
         scheduler: this.scheduler,
+        timing: this.timing,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
         firewallState: (uuid) => {
           const s = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin)?.state(uuid);
@@ -259,7 +282,9 @@ export class Daemon {
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
 
-      const boot = await startBootService({ config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy });
+      const boot = await startBootService({
+        config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy, timing: this.timing,
+      });
       this.boot = boot;
       const reporter = new CnapiReporter({
         log: log.child({ component: 'cnapi-reporter' }),
@@ -369,7 +394,7 @@ export class Daemon {
       this.state = 'running';
       await this.daemonJson.flush();
       log.info(
-        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls },
+        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls, timing: this.timing.profile.name },
         'mockcloud daemon running',
       );
     } catch (err) {
@@ -494,7 +519,8 @@ export class Daemon {
       fleet,
       ...(faults && addEventRule ? { taskFaults: { addEventRule, remove: (id: string) => faults.remove(id) } } : {}),
       knownTask: (name) => TASK_REGISTRY.has(name),
-      bootMs: (config.bootSeconds ?? DEFAULT_BOOT_SECONDS) * 1000,
+      ...(config.bootSeconds !== undefined ? { bootSeconds: config.bootSeconds } : {}),
+      timing: this.timing,
     });
   }
 
@@ -528,6 +554,9 @@ export class Daemon {
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
+      ...(want.heartbeat ? { heartbeat: want.heartbeat } : {}),
+      // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
+      pacing: { ms: (key: string) => this.timing.ms(key), wait: waitOn(this.scheduler) },
       booter: config.booter !== 'none',
     });
     const urls = await headnode.start();
@@ -649,7 +678,12 @@ export class Daemon {
     return {
       ping: () => ({ pid: process.pid, state: this.state, version: PACKAGE_VERSION }),
       status: () => this.status(),
-      config: () => ({ ...this.config }),
+      config: () => {
+        const { timingProfile: _read, ...config } = this.config;
+        return { ...config, timingProfile: this.timing.profile.name };
+      },
+      timing: () => describeTiming(this.timing),
+      setTiming: (body) => setTiming(this.timing, body, process.cwd(), this.log),
       profiles: () => this.profiles.list(),
       listServers: () => this.fleet.list().map((cn) => this.described(cn)),
       getServer: (uuid) => {
@@ -828,6 +862,8 @@ export class Daemon {
       profiles: fleet ? countBy(fleet.list().map((cn) => cn.profile)) : {},
       /** The seed of creation draws (--seed), when one is set. */
       seed: this.config.seed ?? null,
+      /** The daemon's timing profile (docs/timing.md) and the events adjusting it now. */
+      timing: { profile: this.timing.profile.name, adjustments: this.timing.activeAdjustments.length },
       /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
       down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
@@ -849,8 +885,9 @@ export class Daemon {
         : undefined,
       cnAgent: this.cnAgent?.stats?.(),
       agents,
-      scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors },
-      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued },
+      /** `lag`: how late the most overdue hot job (heartbeats) and other job are (a busy daemon falls behind). */
+      scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors, lag: this.scheduler.lag() },
+      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued, queued: this.http.queued },
       memory: {
         rssBytes: mem.rss,
         heapUsedBytes: mem.heapUsed,

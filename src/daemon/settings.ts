@@ -7,7 +7,6 @@ import net from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 
 /** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
 export const DEFAULT_METRICS_PORT = 8881;
@@ -144,7 +143,7 @@ export const SETTINGS = [
     key: 'bootSeconds',
     flag: 'boot-seconds',
     env: 'MOCKCLOUD_BOOT_SECONDS',
-    help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
+    help: "how long a rebooting mock CN stays down (seconds; default: the timing profile's cn.boot, 10 s on instant)",
   },
   {
     key: 'booter',
@@ -175,6 +174,14 @@ export const SETTINGS = [
     help:
       'make random draws replayable: CN uuids, hostnames, serials, MACs, disk names and profiles drawn from a mix ' +
       '(and event targets and fault decisions) come from streams of this seed (any string; default: unpredictable)',
+  },
+  {
+    key: 'timing',
+    flag: 'timing',
+    env: 'MOCKCLOUD_TIMING',
+    help:
+      'how long tasks, VM changes, CN boots and the dev headnode\'s jobs take: instant (as fast as the daemon runs them; default), ' +
+      'smartos (as on a real SmartOS CN and Triton DC), or a timing file (YAML; see docs/timing.md)',
   },
   {
     key: 'profilesDir',

@@ -6,6 +6,7 @@
  * (and the file is removed again by a clean stop), so a reader of that file can rely on every
  * address answering.
  */
+import type { Pacing } from '../timing/wait.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
@@ -64,6 +65,8 @@ export interface HeadnodeOptions {
   fwapiPollMs?: number;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** How long the waitlist's activations and the workflows' steps take (the daemon's timing); absent: no time. */
+  pacing?: Pacing;
   /** Run the booter subset (DHCP and boot files, src/headnode/booter); on unless false. */
   booter?: boolean;
 }
@@ -173,6 +176,7 @@ export class Headnode {
         ...(this.opts.datacenter ? { datacenter: this.opts.datacenter } : {}),
         ...(this.opts.heartbeat ? { heartbeat: this.opts.heartbeat } : {}),
         ...(this.opts.platform ? { platform: this.opts.platform } : {}),
+        pacing: this.opts.pacing,
       });
       this.cnapiService = cnapi;
       await this.startOne(cnapi, host, ports.cnapi);
@@ -183,6 +187,7 @@ export class Headnode {
         cnapiUrl: cnapi.url,
         napiUrl: this.napi.url,
         imgapiUrl: this.imgapi.url,
+        pacing: this.opts.pacing,
         fwapiUrl: this.fwapi.url,
       });
       this.vmapiService = vmapi;

@@ -97,7 +97,8 @@ describe('CNAPI reporter', () => {
     const hungAt = Date.now();
     await waitFor(() => reporter.failingCns.heartbeat === cns.length, 10_000, 'every CN failing');
     expect(Date.now() - hungAt).toBeLessThan(FAST.heartbeatIntervalMs! + 300 + 700);
-    expect(reporter.lastFailure).toMatchObject({ kind: 'heartbeat', reason: expect.stringMatching(/timed out after 300 ms/) });
+    // Heartbeats fail on the hot lane; status reports behind them on the 4 sockets may fail last.
+    expect(reporter.lastFailure).toMatchObject({ kind: expect.stringMatching(/^(heartbeat|status)$/), reason: expect.stringMatching(/timed out after 300 ms/) });
   });
 
   // Ahead of a full heap collection (about 1 s at 10,000 CNs) the daemon sends the heartbeats

@@ -172,6 +172,7 @@ export class CnAgentServer {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
+    this.runner.stop();
     this.connections.stop();
     await this.streams.stop();
     await this.taskLog?.close();
@@ -528,7 +529,7 @@ export class CnAgentServer {
     }
     try {
       // `gone` still listens: a task hung by a fault event ends when its client goes.
-      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId(), clientGone: gone.signal });
+      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId(), clientGone: gone.signal, place: release });
       res.send(outcome.statusCode, outcome.body);
     } finally {
       res.off('close', onClose);

@@ -4,6 +4,7 @@
  * CNAPI does. State (servers, tasks) lives in two documents of the headnode store.
  */
 import path from 'node:path';
+import type { Pacing } from '../../timing/wait.js';
 import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
@@ -33,6 +34,8 @@ import type { HeadnodeStore, JournaledDocument, StateDocument } from '../store.j
 
 export interface CnapiServiceOptions {
   log: Logger;
+  /** How long waitlist activations and workflow steps take (docs/timing.md); absent: no time. */
+  pacing?: Pacing | undefined;
   /** The headnode's persistence (src/headnode/store.ts). */
   store: HeadnodeStore;
   napiUrl: string;
@@ -91,7 +94,7 @@ export class CnapiService {
     // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
     // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
     this.taskDoc = opts.store.document('cnapi-tasks', () => ({ tasks: this.tasks.snapshot() }), { lazyDelayMs: 1000 });
-    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon() });
+    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon(), pacing: opts.pacing });
     this.waitlistDoc = opts.store.document('cnapi-waitlist', () => ({ tickets: this.waitlist.snapshot() }));
     this.heartbeats = new HeartbeatReconciler({
       servers: this.servers,

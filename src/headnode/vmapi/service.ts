@@ -4,6 +4,7 @@
  * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
  * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
+import type { Pacing } from '../../timing/wait.js';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
@@ -37,6 +38,8 @@ function curlUserAgent(req: Req, res: Res, next: () => void): void {
 
 export interface VmapiServiceOptions {
   log: Logger;
+  /** How long waitlist activations and workflow steps take (docs/timing.md); absent: no time. */
+  pacing?: Pacing | undefined;
   store: HeadnodeStore;
   cnapiUrl: string;
   napiUrl: string;
@@ -80,6 +83,7 @@ export class VmapiService {
     this.jobs = new JobRunner({
       log: this.log,
       concurrency: opts.jobConcurrency,
+      pacing: opts.pacing,
       onChange: () => this.jobDoc.saveSoon(),
     });
   }

@@ -15,8 +15,10 @@
  *
  * One object serves the whole fleet. Per CN it keeps a small `CnLink`: an outgoing queue of
  * concurrency 1 (a bit set of pending message kinds, so at most one of each is queued, as in the
- * real agent) and its jobs on the shared Scheduler. All requests go through the shared
- * JsonHttpClient. No timer, socket or client per CN.
+ * real agent) and its jobs on the shared Scheduler, the heartbeats among its hot jobs (they run
+ * ahead of every task's and VM's waits due at the same time). All requests go through the
+ * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
+ * reports waiting for a connection). No timer, socket or client per CN.
  */
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
@@ -33,7 +35,10 @@ const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
 
-const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
+// A heartbeat due goes before a status report due: CNAPI counts a CN dead 11 s after its last one.
+const KINDS = [SYSINFO, AGENTS, HEARTBEAT, STATUS] as const;
+/** Heartbeats are the scheduler's hot jobs: CNAPI counts a CN dead 11 s after its last one. */
+const HOT = { hot: true } as const;
 type Kind = (typeof KINDS)[number];
 
 export type MessageKind = 'sysinfo' | 'agents' | 'status' | 'heartbeat';
@@ -180,7 +185,7 @@ export class CnapiReporter implements MockCnHooks {
         this.scheduler.cancel(job);
         link.ahead = true;
         this.ahead.pending++;
-        link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link));
+        link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link), HOT);
         sent++;
       }
     }
@@ -371,7 +376,7 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HOT);
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -395,7 +400,7 @@ export class CnapiReporter implements MockCnHooks {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
       link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HOT);
     }
     this.aheadAnswered(link);
     this.done(link);
@@ -454,6 +459,7 @@ export class CnapiReporter implements MockCnHooks {
         body,
         headers: { 'user-agent': this.userAgent(cn) },
         timeoutMs: this.timings.requestTimeoutMs,
+        hot: bit === HEARTBEAT,
       });
       this.inFlight.set(cn.uuid, request);
       let res;

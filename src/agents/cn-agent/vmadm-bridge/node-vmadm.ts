@@ -42,9 +42,11 @@ function vmDoesNotExist(): MockcloudError {
   return new MockcloudError('VmNotFound', 'VM does not exist', { restCode: 'VmNotFound' });
 }
 
-export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'>): NodeVmadm {
+export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'> & Partial<Pick<TaskContext, 'waitHooks'>>): NodeVmadm {
   const vms = ctx.cn.vms;
   const dni = includeDni(ctx);
+  // A paced operation gives the task's working place back while the VM only takes time.
+  const hooks = ctx.waitHooks;
   const ifExists = (uuid: string): void => {
     const vm = vms.get(uuid, { include_dni: true });
     if (!vm || (vm.do_not_inventory === true && !dni)) throw vmDoesNotExist();
@@ -61,15 +63,15 @@ export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'>): N
     exists: (uuid) => vms.exists(uuid, { include_dni: dni }),
     update: (uuid, payload) =>
       cli(uuid, { args: ['update', uuid], stderrIsMessage: true }, () => vms.update(uuid, { ...payload, uuid }, { log: ctx.log })),
-    delete: (uuid) => op(uuid, () => vms.delete(uuid)),
-    start: (uuid) => cli(uuid, { args: ['start', uuid] }, () => vms.start(uuid)),
+    delete: (uuid) => op(uuid, () => vms.delete(uuid, { hooks })),
+    start: (uuid) => cli(uuid, { args: ['start', uuid] }, () => vms.start(uuid, { hooks })),
     stop: (uuid, opts = {}) => {
       const args = ['stop', uuid, ...(opts.force ? ['-F'] : []), ...(opts.timeout ? ['-t', String(opts.timeout)] : [])];
-      return cli(uuid, { args }, () => vms.stop(uuid, opts));
+      return cli(uuid, { args }, () => vms.stop(uuid, { ...opts, hooks }));
     },
-    reboot: (uuid, opts) => op(uuid, () => vms.reboot(uuid, opts)),
+    reboot: (uuid, opts) => op(uuid, () => vms.reboot(uuid, { ...opts, hooks })),
     kill: (uuid, opts) => op(uuid, () => vms.kill(uuid, opts)),
-    reprovision: (uuid, opts) => op(uuid, () => vms.reprovision(uuid, opts)),
+    reprovision: (uuid, opts) => op(uuid, () => vms.reprovision(uuid, { ...opts, hooks })),
     createSnapshot: (uuid, name) => cli(uuid, { args: ['create-snapshot', uuid, name] }, () => vms.createSnapshot(uuid, name)),
     deleteSnapshot: (uuid, name) => cli(uuid, { args: ['delete-snapshot', uuid, name] }, () => vms.deleteSnapshot(uuid, name)),
     rollbackSnapshot: (uuid, name) => cli(uuid, { args: ['rollback-snapshot', uuid, name] }, () => vms.rollbackSnapshot(uuid, name)),
