@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createQuietLogger } from '../../src/common/log.js';
 import { Headnode } from '../../src/headnode/index.js';
+import { DEFAULT_HEADNODE_ADMIN_UUID } from '../../src/headnode/napi/service.js';
 import { call, closeClient, cnapiClient, napiClient, vmapiClient, type Client } from './helpers/sdc-clients.js';
 import { http } from './helpers/napi-env.js';
 
@@ -107,7 +108,7 @@ describe('dev headnode', () => {
     const { dataDir, hn, make } = await setup();
     const first = await hn.start();
     let napi = napiClient(first.napi);
-    const nic = await call(napi, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    const nic = await call(napi, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: DEFAULT_HEADNODE_ADMIN_UUID });
     closeClient(napi);
     await hn.stop();
     await expect(access(path.join(dataDir, 'headnode.json'))).rejects.toThrow();
