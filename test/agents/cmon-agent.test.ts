@@ -185,7 +185,7 @@ describe('cmon-agent', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.headers['content-type']).toBe('text/plain');
     expect(unknown.text).toBe('container not found');
-    for (const headers of [{ 'x-joyent-cmon-opts': CORE_HEADER(true) }, {}]) {
+    for (const headers of [{ 'x-joyent-cmon-opts': CORE_HEADER(true) }, {}] as Record<string, string>[]) {
       const res = await cmonScrape('127.0.0.2', port, `/v1/${stopped.uuid}/metrics`, headers);
       expect([res.status, res.headers['content-type'], res.text]).toEqual([404, 'text/plain', 'container not found']);
     }
