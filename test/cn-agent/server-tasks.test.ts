@@ -191,15 +191,15 @@ describe('server tasks', () => {
   });
 
   describe('server_update_nics', () => {
-    it('rewrites NIC Names of the interface with that MAC and re-registers', async () => {
+    it('rewrites NIC Names of the interface with that MAC and re-registers, finishing with {} like the real task', async () => {
       const c = await h.addCn();
       const dnet1Mac = c.cn.sysinfo['Network Interfaces'].dnet1!['MAC Address'];
       const r = await postTask(c, 'server_update_nics', {
         nics: [{ mac: dnet1Mac.toUpperCase(), nic_tags_provided: ['external'], belongs_to_type: 'server' }],
       });
       expect(r.status).toBe(200);
-      expect(r.body.sysinfo['Network Interfaces'].dnet1['NIC Names']).toEqual(['external']);
-      expect(r.body.sysinfo['CN Agent Port']).toBe(Number(new URL(c.url).port));
+      // The real task finishes with nothing; CNAPI's workflow refreshes the sysinfo itself.
+      expect(r.body).toEqual({});
       const onDisk = JSON.parse(await fsp.readFile(c.cn.paths.sysinfo, 'utf8'));
       expect(onDisk['Network Interfaces'].dnet1['NIC Names']).toEqual(['external']);
       expect(onDisk['Network Interfaces'].dnet0['NIC Names']).toEqual(['admin']);
