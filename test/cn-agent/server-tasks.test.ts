@@ -399,7 +399,15 @@ describe('server tasks', () => {
       const c = await h.addCn();
       const image = newUuid();
       imgapi.images.set(image, { manifest: { v: 2, uuid: image, name: 'base-64', version: '1.0', state: 'active', os: 'smartos' } });
-      expect((await postTask(c, 'image_get', { uuid: image })).status).toBe(500);
+      // sdc-cn-agent lib/backends/smartos/imgadm.js getImage: the failed command and its stderr.
+      const missing = await postTask(c, 'image_get', { uuid: image });
+      expect(missing.status).toBe(500);
+      expect(missing.body).toEqual({
+        error:
+          `Image.get error: error getting image ${image}:\n` +
+          `    cmd: /usr/sbin/imgadm get ${image}\n` +
+          `    stderr: imgadm get: error (ImageNotInstalled): image "${image}" was not found on zpool "zones"\n`,
+      });
       const r = await postTask(c, 'image_ensure_present', { image_uuid: image });
       expect(r.status).toBe(200);
       const g = await postTask(c, 'image_get', { uuid: image });
