@@ -13,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { runGzCommand } from '../../src/agents/cn-agent/gz-commands/run.js';
 import type { GzDataset, GzSnapshot } from '../../src/agents/cn-agent/gz-commands/types.js';
-import { datasetProperties, type Dataset, type ZfsView } from '../../src/agents/cn-agent/tasks/zfs-model.js';
+import { datasetProperties, type Dataset, type ZfsView } from '../../src/agents/cn-agent/zfs/model.js';
 
 const A = 'aaaaaaaa-1111-4111-8111-111111111111';
 const B = 'bbbbbbbb-2222-4222-8222-222222222222';

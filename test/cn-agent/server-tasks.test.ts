@@ -13,7 +13,7 @@ import { create as tarCreate } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_EXECUTE_EXIT_CODE } from '../../src/agents/cn-agent/index.js';
 import { repeatableUuidFromHex } from '../../src/common/uuid.js';
-import { nicenum } from '../../src/agents/cn-agent/tasks/zfs-model.js';
+import { nicenum } from '../../src/agents/cn-agent/zfs/model.js';
 import { BUILTIN_AGENTS, readAgents } from '../../src/mockcn/agents-dir.js';
 import { newUuid } from '../../src/common/uuid.js';
 import net from 'node:net';

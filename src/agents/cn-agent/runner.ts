@@ -21,7 +21,7 @@ import type { CnSlot } from './cn-slot.js';
 import { FaultInjector } from './faults.js';
 import { finishEntry, recordEvent, recordException, recordSubtask } from './history.js';
 import { TaskLogBuffer, type TaskLogWriter } from './task-log.js';
-import { isPlainObject } from './tasks/params.js';
+import { isPlainObject } from './task-support/params.js';
 import {
   TaskError,
   type PreparedTask,

@@ -35,7 +35,7 @@ import { TaskRunner, type TaskRunnerOptions } from './runner.js';
 import { StreamListeners } from './stream-listeners.js';
 import { TaskLogWriter } from './task-log.js';
 import { findTask } from './tasks/index.js';
-import { isPlainObject } from './tasks/params.js';
+import { isPlainObject } from './task-support/params.js';
 import { TaskError, type PreparedTask, type TaskEnvironment } from './types.js';
 
 export interface CnAgentServerOptions {

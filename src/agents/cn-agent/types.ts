@@ -9,9 +9,9 @@
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
-import type { ZfsStore } from './tasks/zfs-state.js';
+import type { ZfsStore } from './zfs/state.js';
 import type { StreamListeners } from './stream-listeners.js';
-import type { ContainerFiles } from './tasks/container-fs.js';
+import type { ContainerFiles } from './docker/container-fs.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */

@@ -3,7 +3,7 @@
  * command_execute for one script run (tasks/gz-snapshot.ts) and removed after it, and what
  * each command answers.
  */
-import type { Dataset, Pool } from '../tasks/zfs-model.js';
+import type { Dataset, Pool } from '../zfs/model.js';
 
 export interface GzImage {
   manifest: Record<string, unknown>;

@@ -5,7 +5,7 @@
  * snapshots after their dataset) and `zpool list [-Hp] [-o prop,...] [pool...]`. Other
  * subcommands would change the pool: not on a mock CN's global zone.
  */
-import { nicenum, type Dataset, type Pool } from '../tasks/zfs-model.js';
+import { nicenum, type Dataset, type Pool } from '../zfs/model.js';
 import { hasFlag, lastValue, parseArgs, UsageError, type ParsedArgs } from './args.js';
 import { formatTable, type TableColumn } from './table.js';
 import { fail, ok, type CommandResult, type GzDataset, type GzSnapshot } from './types.js';

@@ -9,8 +9,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { defineTask, TaskError } from '../types.js';
-import { invalid, isAgentName } from './params.js';
-import { messageOf } from './vm-common.js';
+import { invalid, isAgentName } from '../task-support/params.js';
+import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const agentsUninstall = defineTask<{ agents: string[] }>({
   name: 'agents_uninstall',

@@ -1,9 +1,9 @@
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import { defineTask, TaskError } from '../types.js';
-import { executeScript } from './execute-script.js';
-import { gzCommandsEntry, prepareGzEnvironment } from './gz-snapshot.js';
-import { invalid, optArrayParam, optNumberParam, optObjectParam, stringParam } from './params.js';
+import { executeScript } from '../gz-scripts/execute-script.js';
+import { gzCommandsEntry, prepareGzEnvironment } from '../gz-scripts/gz-snapshot.js';
+import { invalid, optArrayParam, optNumberParam, optObjectParam, stringParam } from '../task-support/params.js';
 
 /**
  * command_execute (CNAPI `POST /servers/:uuid/execute`).

@@ -20,10 +20,10 @@
 import type net from 'node:net';
 import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, type TaskContext } from '../types.js';
-import { containerFilesOf, ContainerFs } from './container-fs.js';
-import { MockBuilder, type BuildChannel, type ImageV2 } from './docker-build-steps.js';
-import { ImgapiWriter } from './imgapi-writes.js';
-import { invalid, isPlainObject, uuidParam } from './params.js';
+import { containerFilesOf, ContainerFs } from '../docker/container-fs.js';
+import { MockBuilder, type BuildChannel, type ImageV2 } from '../docker-build/steps.js';
+import { ImgapiWriter } from '../images/imgapi-writes.js';
+import { invalid, isPlainObject, uuidParam } from '../task-support/params.js';
 
 /** bin/docker-build.js SERVER_CLOSE_TIMEOUT. */
 export const DOCKER_BUILD_LISTEN_SECONDS = 60;

@@ -27,9 +27,9 @@ import {
   readTar,
   tarOf,
   type FsNode,
-} from './container-fs.js';
-import { flagParam, invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
-import { messageOf, restCodeOf } from './vm-common.js';
+} from '../docker/container-fs.js';
+import { flagParam, invalid, isPlainObject, optStringParam, uuidParam } from '../task-support/params.js';
+import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 /** bin/docker-copy.js SERVER_CLOSE_TIMEOUT. */
 export const DOCKER_COPY_LISTEN_SECONDS = 30;

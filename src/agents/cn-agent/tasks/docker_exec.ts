@@ -18,11 +18,11 @@ import type net from 'node:net';
 import type { Vm } from '../../../vmadm/types.js';
 import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
-import { containerFilesOf, ContainerFs } from './container-fs.js';
-import { dockerExec, StdinQueue, type ExecIo } from './container-exec.js';
-import { clientMessages, tryEnd, writeData, writeEnd } from './docker-stdio.js';
-import { invalid, isPlainObject, uuidParam } from './params.js';
-import { messageOf, restCodeOf } from './vm-common.js';
+import { containerFilesOf, ContainerFs } from '../docker/container-fs.js';
+import { dockerExec, StdinQueue, type ExecIo } from '../docker/container-exec.js';
+import { clientMessages, tryEnd, writeData, writeEnd } from '../docker/stdio.js';
+import { invalid, isPlainObject, uuidParam } from '../task-support/params.js';
+import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 /** bin/docker-exec.js SERVER_CLOSE_TIMEOUT. */
 export const DOCKER_EXEC_LISTEN_SECONDS = 30;

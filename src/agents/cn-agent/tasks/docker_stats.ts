@@ -13,8 +13,8 @@
 import type net from 'node:net';
 import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, type TaskContext } from '../types.js';
-import { dockerStatsRecord, type DockerStatsRecord } from './docker-stats-sample.js';
-import { invalid, isPlainObject, uuidParam } from './params.js';
+import { dockerStatsRecord, type DockerStatsRecord } from '../docker/stats-sample.js';
+import { invalid, isPlainObject, uuidParam } from '../task-support/params.js';
 
 /** bin/docker-stats.js SERVER_CLOSE_TIMEOUT and UPDATE_FREQUENCY_MS. */
 export const DOCKER_STATS_LISTEN_SECONDS = 60;

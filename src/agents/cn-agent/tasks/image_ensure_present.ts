@@ -2,8 +2,8 @@
  * image_ensure_present: import an image (installed-images.ts says what that means here).
  */
 import { defineTask, TaskError } from '../types.js';
-import { fetchManifest, isImageInstalled, markImageInstalled } from './installed-images.js';
-import { optStringParam, uuidParam } from './params.js';
+import { fetchManifest, isImageInstalled, markImageInstalled } from '../images/installed.js';
+import { optStringParam, uuidParam } from '../task-support/params.js';
 
 interface EnsureParams {
   imageUuid: string;

@@ -3,8 +3,8 @@
  */
 import { imageNotInstalled } from '../gz-commands/imgadm.js';
 import { defineTask, TaskError, type InstalledImage } from '../types.js';
-import { fetchManifest, imagesInUse, markImageInstalled } from './installed-images.js';
-import { uuidParam } from './params.js';
+import { fetchManifest, imagesInUse, markImageInstalled } from '../images/installed.js';
+import { uuidParam } from '../task-support/params.js';
 
 export const imageGet = defineTask<{ uuid: string }>({
   name: 'image_get',

@@ -5,9 +5,9 @@
  * never reaches).
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { updateFirst, validatePower, type PowerParams } from './power-params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { updateFirst, validatePower, type PowerParams } from '../task-support/power-params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export const machineBoot = defineTask<PowerParams>({
   name: 'machine_boot',

@@ -9,10 +9,10 @@
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { isImageInstalled, markImageInstalled } from './installed-images.js';
-import { includeDni, nodeVmadm } from './node-vmadm.js';
-import { invalid, isPlainObject, optStringParam, uuidParam } from './params.js';
-import { messageOf, restCodeOf } from './vm-common.js';
+import { isImageInstalled, markImageInstalled } from '../images/installed.js';
+import { includeDni, nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { invalid, isPlainObject, optStringParam, uuidParam } from '../task-support/params.js';
+import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 export interface CreateParams {
   uuid: string;

@@ -11,10 +11,10 @@
  * Here the script does not run (there is no guest); the stop and the start do.
  */
 import { defineTask, TaskError, type TaskParams } from '../types.js';
-import { buildImageFile, buildManifest, IMGADM_COMPRESSIONS, ImgadmError, publishImage } from './imgadm-create.js';
-import { childCrash } from './child-crash.js';
-import { flagParam, invalid, isPlainObject, optNumberParam, optStringParam } from './params.js';
-import { messageOf, restCodeOf } from './vm-common.js';
+import { buildImageFile, buildManifest, IMGADM_COMPRESSIONS, ImgadmError, publishImage } from '../images/imgadm-create.js';
+import { childCrash } from '../task-support/child-crash.js';
+import { flagParam, invalid, isPlainObject, optNumberParam, optStringParam } from '../task-support/params.js';
+import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 import { isUuid } from '../../../common/uuid.js';
 
 interface CreateImageParams {

@@ -4,9 +4,9 @@
  * node-vmadm's `vmadm exited with code: 1 signal: null` (vmadm's reason in the task log).
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { validateSnapshot, type SnapshotParams } from './params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { validateSnapshot, type SnapshotParams } from '../task-support/params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export const machineCreateSnapshot = defineTask<SnapshotParams>({
   name: 'machine_create_snapshot',

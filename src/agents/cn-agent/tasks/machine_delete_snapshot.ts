@@ -6,9 +6,9 @@
  * on stderr), so deleting a snapshot that does not exist fails on a real CN, and here.
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { validateSnapshot, type SnapshotParams } from './params.js';
-import { loadVm, messageOf, vmadmError } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { validateSnapshot, type SnapshotParams } from '../task-support/params.js';
+import { loadVm, messageOf, vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineDeleteSnapshot = defineTask<SnapshotParams>({
   name: 'machine_delete_snapshot',

@@ -4,9 +4,9 @@
  * idempotent.
  */
 import { defineTask, TaskError } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { uuidParam } from './params.js';
-import { isVmNotFound, messageOf, restCodeOf } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { uuidParam } from '../task-support/params.js';
+import { isVmNotFound, messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 export const machineDestroy = defineTask<{ uuid: string }>({
   name: 'machine_destroy',

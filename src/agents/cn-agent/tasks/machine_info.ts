@@ -8,9 +8,9 @@
  * <uuid>: no info types supported for brand joyent") goes to the task log.
  */
 import { defineTask } from '../types.js';
-import { invalid, optArrayParam, uuidParam } from './params.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { vmadmError } from './vm-common.js';
+import { invalid, optArrayParam, uuidParam } from '../task-support/params.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineInfo = defineTask<{ uuid: string; types: string[] }>({
   name: 'machine_info',

@@ -1,7 +1,7 @@
 import { defineTask } from '../types.js';
-import { flagParam, invalid, uuidParam } from './params.js';
-import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
-import { nodeVmadm } from './node-vmadm.js';
+import { flagParam, invalid, uuidParam } from '../task-support/params.js';
+import { isNotRunning, loadVm, vmadmError } from '../vmadm-bridge/vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 
 interface KillParams {
   uuid: string;

@@ -2,8 +2,8 @@
  * machine_load: the VM object itself, as CNAPI's VmLoad returns it.
  */
 import { defineTask } from '../types.js';
-import { flagParam, uuidParam } from './params.js';
-import { vmadmError } from './vm-common.js';
+import { flagParam, uuidParam } from '../task-support/params.js';
+import { vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineLoad = defineTask<{ uuid: string; includeDni: boolean }>({
   name: 'machine_load',

@@ -26,12 +26,12 @@
  */
 import { isUuid } from '../../../common/uuid.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { childCrash } from './child-crash.js';
-import { MigrationReceiver } from './migrate-receive.js';
-import { MigrationSender } from './migrate-send.js';
-import { migrationState, sendSize, SNAPSHOT_PREFIX, vmOfDataset, zoneDataset } from './migration-state.js';
-import { invalid, isPlainObject } from './params.js';
-import { isVmNotFound, messageOf } from './vm-common.js';
+import { childCrash } from '../task-support/child-crash.js';
+import { MigrationReceiver } from '../migration/receive.js';
+import { MigrationSender } from '../migration/send.js';
+import { migrationState, sendSize, SNAPSHOT_PREFIX, vmOfDataset, zoneDataset } from '../migration/state.js';
+import { invalid, isPlainObject } from '../task-support/params.js';
+import { isVmNotFound, messageOf } from '../vmadm-bridge/vm-common.js';
 
 const GiB = 1024 * 1024 * 1024;
 

@@ -5,7 +5,7 @@
  * with the runner's message. Receiving is `machine_migrate` with `action: 'receive'`.
  */
 import { defineTask, TaskError } from '../types.js';
-import { childCrash } from './child-crash.js';
+import { childCrash } from '../task-support/child-crash.js';
 
 export const machineMigrateReceive = defineTask<Record<string, never>>({
   name: 'machine_migrate_receive',

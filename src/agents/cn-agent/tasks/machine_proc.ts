@@ -4,9 +4,9 @@
  */
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { uuidParam } from './params.js';
-import { vmadmError } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { uuidParam } from '../task-support/params.js';
+import { vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineProc = defineTask<{ uuid: string }>({
   name: 'machine_proc',

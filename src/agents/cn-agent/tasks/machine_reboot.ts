@@ -3,9 +3,9 @@
  * then `vmadm reboot [-F]`; with `idempotent`, a VM that is not running is no error.
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { stopOptions, updateFirst, validatePower, type PowerParams } from './power-params.js';
-import { isNotRunning, loadVm, vmadmError } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { stopOptions, updateFirst, validatePower, type PowerParams } from '../task-support/power-params.js';
+import { isNotRunning, loadVm, vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineReboot = defineTask<PowerParams>({
   name: 'machine_reboot',

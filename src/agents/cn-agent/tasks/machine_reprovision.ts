@@ -3,10 +3,10 @@
  * `reprovision_machine`), then `{vm}`.
  */
 import { defineTask, TaskError } from '../types.js';
-import { markImageInstalled } from './installed-images.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { optStringParam, uuidParam } from './params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { markImageInstalled } from '../images/installed.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { optStringParam, uuidParam } from '../task-support/params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export interface ReprovisionParams {
   uuid: string;

@@ -5,9 +5,9 @@
  * `{vm}`. A missing snapshot fails with node-vmadm's `vmadm exited with code: 1 signal: null`.
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { validateSnapshot, type SnapshotParams } from './params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { validateSnapshot, type SnapshotParams } from '../task-support/params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export const machineRollbackSnapshot = defineTask<SnapshotParams>({
   name: 'machine_rollback_snapshot',

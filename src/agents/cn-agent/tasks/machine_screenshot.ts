@@ -7,7 +7,7 @@
  * do_not_inventory VM counts as missing: the task passes no include_dni).
  */
 import { defineTask, TaskError } from '../types.js';
-import { uuidParam } from './params.js';
+import { uuidParam } from '../task-support/params.js';
 
 export const machineScreenshot = defineTask<{ uuid: string }>({
   name: 'machine_screenshot',

@@ -5,9 +5,9 @@
  * with or without `idempotent` (whose path, for ENOTRUNNING, a stop never reaches).
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { stopOptions, validatePower, type PowerParams } from './power-params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { stopOptions, validatePower, type PowerParams } from '../task-support/power-params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export const machineShutdown = defineTask<PowerParams>({
   name: 'machine_shutdown',

@@ -6,9 +6,9 @@
  * the VM as loaded before that reboot, as the real task answers it.
  */
 import { defineTask } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
-import { uuidParam } from './params.js';
-import { loadVm, vmadmCall } from './vm-common.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
+import { uuidParam } from '../task-support/params.js';
+import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export const machineUpdate = defineTask<{ uuid: string }>({
   name: 'machine_update',

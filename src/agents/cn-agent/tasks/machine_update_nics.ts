@@ -4,8 +4,8 @@
  */
 import type { Vm, VmNic } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskParams } from '../types.js';
-import { isPlainObject, optUuidParam } from './params.js';
-import { loadVm, messageOf, restCodeOf } from './vm-common.js';
+import { isPlainObject, optUuidParam } from '../task-support/params.js';
+import { loadVm, messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 interface Network {
   uuid?: unknown;

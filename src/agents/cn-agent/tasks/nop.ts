@@ -2,7 +2,7 @@
  * nop: the test task CNAPI sends for `POST /servers/:uuid/nop`.
  */
 import { defineTask, TaskError } from '../types.js';
-import { invalid, optStringParam } from './params.js';
+import { invalid, optStringParam } from '../task-support/params.js';
 
 /** nop: wait `sleep` seconds (CNAPI sends parseInt(sleep) || 0), then fail with `error` if set. */
 export const nop = defineTask<{ sleepSeconds: number; error?: string }>({

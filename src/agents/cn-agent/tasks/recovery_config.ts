@@ -10,9 +10,9 @@
 import { createHash } from 'node:crypto';
 import { repeatableUuidFromHex } from '../../../common/uuid.js';
 import { defineTask, TaskError } from '../types.js';
-import { invalid, optStringParam } from './params.js';
-import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from './sysinfo-file.js';
-import { messageOf } from './vm-common.js';
+import { invalid, optStringParam } from '../task-support/params.js';
+import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from '../task-support/sysinfo-file.js';
+import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface RecoveryParams {
   action?: string;

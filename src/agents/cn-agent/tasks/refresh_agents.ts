@@ -6,7 +6,7 @@
  * never enforced.
  */
 import { defineTask, TaskError } from '../types.js';
-import { messageOf } from './vm-common.js';
+import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const refreshAgents = defineTask<Record<string, never>>({
   name: 'refresh_agents',

@@ -1,5 +1,5 @@
 import { defineTask, TaskError } from '../types.js';
-import { optStringParam } from './params.js';
+import { optStringParam } from '../task-support/params.js';
 
 /**
  * server_overprovision_ratio: a real CN writes `overprovision_ratio` into its node config;

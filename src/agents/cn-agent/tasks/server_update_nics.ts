@@ -6,9 +6,9 @@
  * itself afterwards.
  */
 import { defineTask, TaskError } from '../types.js';
-import { invalid, isPlainObject } from './params.js';
-import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from './sysinfo-file.js';
-import { messageOf } from './vm-common.js';
+import { invalid, isPlainObject } from '../task-support/params.js';
+import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from '../task-support/sysinfo-file.js';
+import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface NicUpdate {
   mac: string;

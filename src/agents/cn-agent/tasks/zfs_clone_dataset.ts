@@ -2,8 +2,8 @@
  * zfs_clone_dataset: `zfs clone <snapshot> <dataset>`. CNAPI has no route for it.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsClone } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsClone } from '../zfs/ops.js';
 
 export const zfsCloneDataset = defineTask<{ snapshot: string; dataset: string }>({
   name: 'zfs_clone_dataset',

@@ -4,8 +4,8 @@
  * `failed to create ZFS dataset "<dataset>": Command failed: /sbin/zfs create ...`.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsCreate } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsCreate } from '../zfs/ops.js';
 
 export const zfsCreateDataset = defineTask<{ dataset: string }>({
   name: 'zfs_create_dataset',

@@ -4,8 +4,8 @@
  * `DELETE /servers/:uuid/datasets/:dataset`.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsDestroy } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsDestroy } from '../zfs/ops.js';
 
 export const zfsDestroyDataset = defineTask<{ dataset: string }>({
   name: 'zfs_destroy_dataset',

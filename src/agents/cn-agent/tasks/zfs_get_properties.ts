@@ -5,11 +5,11 @@
  * runs this one with spawn, so a failure reads as zfs's stderr alone.
  */
 import { defineTask, TaskError } from '../types.js';
-import { invalid, optArrayParam } from './params.js';
-import { datasetParam, queryFailure, viewOf } from './zfs-common.js';
-import { datasetProperties } from './zfs-model.js';
-import { ZfsCommandError } from './zfs-names.js';
-import { KNOWN_PROPERTIES, isKnownProperty } from './zfs-props.js';
+import { invalid, optArrayParam } from '../task-support/params.js';
+import { datasetParam, queryFailure, viewOf } from '../zfs/cn-zfs.js';
+import { datasetProperties } from '../zfs/model.js';
+import { ZfsCommandError } from '../zfs/names.js';
+import { KNOWN_PROPERTIES, isKnownProperty } from '../zfs/props.js';
 
 export const zfsGetProperties = defineTask<{ dataset: string; properties: string[] }>({
   name: 'zfs_get_properties',

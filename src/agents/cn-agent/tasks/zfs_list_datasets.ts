@@ -3,8 +3,8 @@
  * dataset in node-zfs's fields, for CNAPI's (deprecated) `GET /servers/:uuid/datasets`.
  */
 import { defineTask } from '../types.js';
-import { viewOf } from './zfs-common.js';
-import { nicenum } from './zfs-model.js';
+import { viewOf } from '../zfs/cn-zfs.js';
+import { nicenum } from '../zfs/model.js';
 
 export const zfsListDatasets = defineTask<Record<string, never>>({
   name: 'zfs_list_datasets',

@@ -3,8 +3,8 @@
  * write tasks added counts), for CNAPI's (deprecated) `GET /servers/:uuid/zpools`.
  */
 import { defineTask } from '../types.js';
-import { viewOf } from './zfs-common.js';
-import { nicenum } from './zfs-model.js';
+import { viewOf } from '../zfs/cn-zfs.js';
+import { nicenum } from '../zfs/model.js';
 
 export const zfsListPools = defineTask<Record<string, never>>({
   name: 'zfs_list_pools',

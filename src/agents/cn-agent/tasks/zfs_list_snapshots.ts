@@ -3,9 +3,9 @@
  * zfs-model.ts), for CNAPI's (deprecated) `GET /servers/:uuid/datasets/:dataset/snapshots`.
  */
 import { defineTask } from '../types.js';
-import { datasetParam, queryFailure, viewOf } from './zfs-common.js';
-import { nicenum } from './zfs-model.js';
-import { isAtOrBelow, ZfsCommandError } from './zfs-names.js';
+import { datasetParam, queryFailure, viewOf } from '../zfs/cn-zfs.js';
+import { nicenum } from '../zfs/model.js';
+import { isAtOrBelow, ZfsCommandError } from '../zfs/names.js';
 
 const LIST_ARGS = ['list', '-H', '-o', 'name,used,avail,refer,type,mountpoint', '-t', 'snapshot'];
 

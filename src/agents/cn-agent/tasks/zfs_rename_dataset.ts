@@ -4,8 +4,8 @@
  * CNAPI has no route for it.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsRename } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsRename } from '../zfs/ops.js';
 
 export const zfsRenameDataset = defineTask<{ dataset: string; newname: string }>({
   name: 'zfs_rename_dataset',

@@ -4,8 +4,8 @@
  * `POST /servers/:uuid/datasets/:dataset/rollback`.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsRollback } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsRollback } from '../zfs/ops.js';
 
 export const zfsRollbackDataset = defineTask<{ dataset: string }>({
   name: 'zfs_rollback_dataset',

@@ -4,9 +4,9 @@
  * stay set). For CNAPI's (deprecated) `POST /servers/:uuid/datasets/:dataset/properties`.
  */
 import { defineTask } from '../types.js';
-import { invalid } from './params.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsSet } from './zfs-ops.js';
+import { invalid } from '../task-support/params.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsSet } from '../zfs/ops.js';
 
 interface SetParams {
   dataset: string;

@@ -3,8 +3,8 @@
  * name), for CNAPI's (deprecated) `POST /servers/:uuid/datasets/:dataset/snapshot`.
  */
 import { defineTask } from '../types.js';
-import { argParam, zfsWrite } from './zfs-common.js';
-import { zfsSnapshot } from './zfs-ops.js';
+import { argParam, zfsWrite } from '../zfs/cn-zfs.js';
+import { zfsSnapshot } from '../zfs/ops.js';
 
 export const zfsSnapshotDataset = defineTask<{ dataset: string }>({
   name: 'zfs_snapshot_dataset',

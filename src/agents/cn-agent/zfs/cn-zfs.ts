@@ -4,11 +4,11 @@
  * running a write the way node-zfs reports a failed command.
  */
 import { TaskError, type TaskContext } from '../types.js';
-import { imagesInUse } from './installed-images.js';
-import { invalid, optStringParam } from './params.js';
-import { ZfsCommandError } from './zfs-names.js';
-import { zfsView, type ZfsView } from './zfs-model.js';
-import { ZfsStore, zfsStateFile, type ZfsChanges } from './zfs-state.js';
+import { imagesInUse } from '../images/installed.js';
+import { invalid, optStringParam } from '../task-support/params.js';
+import { ZfsCommandError } from './names.js';
+import { zfsView, type ZfsView } from './model.js';
+import { ZfsStore, zfsStateFile, type ZfsChanges } from './state.js';
 
 const DATASET_RE = /^[A-Za-z0-9_.:%/@-]{1,256}$/;
 

@@ -14,11 +14,11 @@
  */
 import type { MockCn } from '../../../mockcn/types.js';
 import { buildStatusSample } from '../cnapi-reporter/status-sample.js';
-import { parentOf, splitSnapshot } from './zfs-names.js';
-import { INHERITED_PROPERTIES, KNOWN_PROPERTIES, appliesTo, isUserProperty, propertyDefault, type DatasetType } from './zfs-props.js';
-import type { ZfsChanges } from './zfs-state.js';
+import { parentOf, splitSnapshot } from './names.js';
+import { INHERITED_PROPERTIES, KNOWN_PROPERTIES, appliesTo, isUserProperty, propertyDefault, type DatasetType } from './props.js';
+import type { ZfsChanges } from './state.js';
 
-export { KNOWN_PROPERTIES } from './zfs-props.js';
+export { KNOWN_PROPERTIES } from './props.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

@@ -6,8 +6,8 @@
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { readTar, type FsNode } from './container-fs.js';
-import { asArray, type BuildCmd } from './docker-build-words.js';
+import { readTar, type FsNode } from '../docker/container-fs.js';
+import { asArray, type BuildCmd } from './words.js';
 
 const MAX_DOCKERFILE_LENGTH = 10 * 1024 * 1024;
 

@@ -17,9 +17,9 @@
 import crypto from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { uuidFromHex } from '../../../common/uuid.js';
-import { tarFromEntries, type FsNode } from './container-fs.js';
-import type { BuildCmd } from './docker-build-words.js';
-import type { ImgapiWriter } from './imgapi-writes.js';
+import { tarFromEntries, type FsNode } from '../docker/container-fs.js';
+import type { BuildCmd } from './words.js';
+import type { ImgapiWriter } from '../images/imgapi-writes.js';
 
 export type DockerImage = Record<string, unknown> & {
   config: Record<string, unknown>;

@@ -5,9 +5,9 @@
  */
 import type { StopOptions } from '../../../vmadm/types.js';
 import type { TaskContext, TaskParams } from '../types.js';
-import { nodeVmadm } from './node-vmadm.js';
+import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { flagParam, invalid, optObjectParam, uuidParam } from './params.js';
-import { vmadmCall } from './vm-common.js';
+import { vmadmCall } from '../vmadm-bridge/vm-common.js';
 
 export interface PowerParams {
   uuid: string;

@@ -18,8 +18,8 @@
  */
 import type net from 'node:net';
 import type { TaskContext } from '../types.js';
-import { LineReader, MigrationListener, PROCESS_VERSION, refuse, respond, writeEvent } from './migration-listener.js';
-import { migrationState, SNAPSHOT_PREFIX, vmOfDataset, type MigrationState } from './migration-state.js';
+import { LineReader, MigrationListener, PROCESS_VERSION, refuse, respond, writeEvent } from './listener.js';
+import { migrationState, SNAPSHOT_PREFIX, vmOfDataset, type MigrationState } from './state.js';
 
 const MAX_HEADER = 64 * 1024;
 

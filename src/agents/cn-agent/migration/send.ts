@@ -21,9 +21,9 @@
  */
 import net from 'node:net';
 import type { TaskContext } from '../types.js';
-import { LineReader, MigrationListener, refuse, respond, writeEvent } from './migration-listener.js';
-import { datasetsToSync, migrationState, sendSize, SNAPSHOT_PREFIX, type MigrationState } from './migration-state.js';
-import type { StreamHeader } from './migrate-receive.js';
+import { LineReader, MigrationListener, refuse, respond, writeEvent } from './listener.js';
+import { datasetsToSync, migrationState, sendSize, SNAPSHOT_PREFIX, type MigrationState } from './state.js';
+import type { StreamHeader } from './receive.js';
 
 const SYNC_ABORT_MSG = 'Sync was aborted';
 const RECEIVER_TIMEOUT_MS = 5 * 60 * 1000;

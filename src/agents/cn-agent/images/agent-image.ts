@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { list as tarList } from 'tar';
 import type { TaskContext } from '../types.js';
-import { fetchManifest } from './installed-images.js';
+import { fetchManifest } from './installed.js';
 
 /** Fails agent_install with this message (prefixed "AgentInstall error: "). */
 export class AgentImageError extends Error {}

@@ -13,8 +13,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../../../common/durable-file.js';
 import type { TaskLog } from '../types.js';
-import { nameProblem } from './zfs-names.js';
-import { isKnownProperty, type DatasetType } from './zfs-props.js';
+import { nameProblem } from './names.js';
+import { isKnownProperty, type DatasetType } from './props.js';
 
 export const ZFS_STATE_FILE = 'zfs.json';
 const FORMAT_VERSION = 1;

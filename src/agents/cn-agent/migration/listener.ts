@@ -9,7 +9,7 @@
  */
 import net from 'node:net';
 import type { TaskContext } from '../types.js';
-import { migrationState, type MigrationProcess } from './migration-state.js';
+import { migrationState, type MigrationProcess } from './state.js';
 
 const IDLE_LIMIT_MS = 60 * 60 * 1000;
 /** A command line longer than this is not a command (a real process would run out of memory). */

@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 import type { GzImage, GzSnapshot } from '../gz-commands/types.js';
 import { GZ_COMMANDS } from '../gz-commands/run.js';
 import type { TaskContext } from '../types.js';
-import { fetchManifest, imagesInUse, markImageInstalled } from './installed-images.js';
-import { readCnSysinfo } from './sysinfo-file.js';
-import { viewOf } from './zfs-common.js';
-import { datasetProperties } from './zfs-model.js';
+import { fetchManifest, imagesInUse, markImageInstalled } from '../images/installed.js';
+import { readCnSysinfo } from '../task-support/sysinfo-file.js';
+import { viewOf } from '../zfs/cn-zfs.js';
+import { datasetProperties } from '../zfs/model.js';
 
 /** At most this many manifests are fetched from IMGAPI for one snapshot (the rest stay bare). */
 const MAX_MANIFEST_FETCHES = 32;

@@ -15,8 +15,8 @@
  */
 import path from 'node:path';
 import { parse as parseDockerfile } from 'docker-file-parser';
-import { readTar, type ContainerFs, type FsNode } from './container-fs.js';
-import { BuildContext } from './docker-build-context.js';
+import { readTar, type ContainerFs, type FsNode } from '../docker/container-fs.js';
+import { BuildContext } from './context.js';
 import {
   createDockerManifests,
   createFileLayer,
@@ -28,8 +28,8 @@ import {
   type DockerImage,
   type Layer,
   type LayerPublisher,
-} from './docker-build-layers.js';
-import { asArray, asObject, commandString, mergedEnv, parseJson, processWord, toCmd, type BuildCmd } from './docker-build-words.js';
+} from './layers.js';
+import { asArray, asObject, commandString, mergedEnv, parseJson, processWord, toCmd, type BuildCmd } from './words.js';
 
 const DEFAULT_ARG_NAMES = ['HTTP_PROXY', 'HTTPS_PROXY', 'FTP_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'ftp_proxy', 'no_proxy'];
 const VARIABLE_CMDS = ['ADD', 'ARG', 'COPY', 'ENV', 'EXPOSE', 'LABEL', 'ONBUILD', 'STOPSIGNAL', 'USER', 'VOLUME', 'WORKDIR'];

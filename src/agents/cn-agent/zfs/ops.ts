@@ -11,10 +11,10 @@
  * snapshotted, cloned and have properties set, but not destroyed, renamed or rolled past a
  * vmadm snapshot (see the cn-agent README for how that differs from a real CN).
  */
-import { isAtOrBelow, nameProblem, parentOf, poolOf, splitSnapshot, usageText, ZfsCommandError, type NameTypes } from './zfs-names.js';
-import { checkSet } from './zfs-props.js';
-import type { ZfsChanges } from './zfs-state.js';
-import type { Dataset, ZfsView } from './zfs-model.js';
+import { isAtOrBelow, nameProblem, parentOf, poolOf, splitSnapshot, usageText, ZfsCommandError, type NameTypes } from './names.js';
+import { checkSet } from './props.js';
+import type { ZfsChanges } from './state.js';
+import type { Dataset, ZfsView } from './model.js';
 
 /** What `zfs create` makes: an empty filesystem refers to (and uses) 23K on SmartOS. */
 export const EMPTY_FILESYSTEM_BYTES = 23 * 1024;
