@@ -197,6 +197,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
+    ...(urls.papi ? [`  PAPI:         ${urls.papi}${where}`] : []),
   ];
   if (config.logFile) {
     lines.push(`  logs:         ${shown(config.logFile)}`);

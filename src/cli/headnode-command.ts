@@ -125,6 +125,7 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  NAPI:         ${urls.napi}`,
     `  IMGAPI:       ${urls.imgapi}`,
     `  SAPI:         ${urls.sapi}`,
+    `  PAPI:         ${urls.papi}`,
     `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,

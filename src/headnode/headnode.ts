@@ -1,8 +1,8 @@
 /**
- * The embedded dev headnode: NAPI, IMGAPI, SAPI, CNAPI and VMAPI subsets on loopback ports,
- * sharing one persistence store under `<data-dir>/headnode/`. Services start in dependency
- * order (NAPI, IMGAPI and SAPI first, since CNAPI and VMAPI call the first two) and stop in
- * reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
+ * The embedded dev headnode: NAPI, IMGAPI, SAPI, PAPI, CNAPI and VMAPI subsets on loopback
+ * ports, sharing one persistence store under `<data-dir>/headnode/`. Services start in
+ * dependency order (NAPI, IMGAPI, SAPI and PAPI first, since CNAPI and VMAPI call them) and
+ * stop in reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
  * (and the file is removed again by a clean stop), so a reader of that file can rely on every
  * address answering.
  */
@@ -13,6 +13,7 @@ import type { Logger } from '../common/log.js';
 import { CnapiService } from './cnapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
 import { NapiService } from './napi/index.js';
+import { PapiService } from './papi/index.js';
 import { SapiService } from './sapi/index.js';
 import { VmapiService } from './vmapi/index.js';
 import { HeadnodeStore } from './store.js';
@@ -23,6 +24,7 @@ export interface HeadnodePorts {
   napi?: number;
   imgapi?: number;
   sapi?: number;
+  papi?: number;
 }
 
 export interface HeadnodeUrls {
@@ -31,12 +33,13 @@ export interface HeadnodeUrls {
   napi: string;
   imgapi: string;
   sapi: string;
+  papi: string;
 }
 
 export interface HeadnodeOptions {
   dataDir: string;
   log: Logger;
-  /** Listen address of all five services; loopback unless told otherwise. */
+  /** Listen address of all six services; loopback unless told otherwise. */
   host?: string;
   /** Ports per service; 0 (any free port) when absent. */
   ports?: HeadnodePorts;
@@ -59,7 +62,7 @@ interface Service {
   readonly url: string;
 }
 
-/** The name of the file with the five addresses, in the data dir. */
+/** The name of the file with the six addresses, in the data dir. */
 export const HEADNODE_JSON = 'headnode.json';
 
 export class Headnode {
@@ -67,6 +70,7 @@ export class Headnode {
   readonly napi: NapiService;
   readonly imgapi: ImgapiService;
   readonly sapi: SapiService;
+  readonly papi: PapiService;
   private cnapiService: CnapiService | undefined;
   private vmapiService: VmapiService | undefined;
   private readonly opts: HeadnodeOptions;
@@ -89,6 +93,7 @@ export class Headnode {
       ...(opts.datacenter ? { datacenterName: opts.datacenter } : {}),
       ...(opts.dnsDomain ? { dnsDomain: opts.dnsDomain } : {}),
     });
+    this.papi = new PapiService({ log: opts.log, store: this.store, ...admin });
   }
 
   get urls(): HeadnodeUrls {
@@ -118,6 +123,7 @@ export class Headnode {
       await this.startOne(this.napi, host, ports.napi);
       await this.startOne(this.imgapi, host, ports.imgapi);
       await this.startOne(this.sapi, host, ports.sapi);
+      await this.startOne(this.papi, host, ports.papi);
 
       const cnapi = new CnapiService({
         log: this.opts.log,
@@ -137,12 +143,20 @@ export class Headnode {
         cnapiUrl: cnapi.url,
         napiUrl: this.napi.url,
         imgapiUrl: this.imgapi.url,
+        papiUrl: this.papi.url,
       });
       this.vmapiService = vmapi;
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
 
-      this._urls = { cnapi: cnapi.url, vmapi: vmapi.url, napi: this.napi.url, imgapi: this.imgapi.url, sapi: this.sapi.url };
+      this._urls = {
+        cnapi: cnapi.url,
+        vmapi: vmapi.url,
+        napi: this.napi.url,
+        imgapi: this.imgapi.url,
+        sapi: this.sapi.url,
+        papi: this.papi.url,
+      };
       await fsp.mkdir(this.opts.dataDir, { recursive: true });
       await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
       this.log.info({ urls: this._urls }, 'dev headnode listening');

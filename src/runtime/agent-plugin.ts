@@ -24,6 +24,8 @@ export interface ServiceUrls {
   imgapi?: string;
   /** SAPI: where each CN's agent instances are adopted (RFD 82). */
   sapi?: string;
+  /** PAPI: the embedded dev headnode's; no agent uses it (`mirror load` puts packages there). */
+  papi?: string;
 }
 
 /** What a plug-in may read of the fleet: the CNs currently hosted by the daemon. */

@@ -44,12 +44,12 @@ describe('dev headnode', () => {
     return { dataDir, hn, make };
   }
 
-  it('writes headnode.json with the five addresses, and each one answers', async () => {
+  it('writes headnode.json with the six addresses, and each one answers', async () => {
     const { dataDir, hn } = await setup();
     const urls = await hn.start();
     const file = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
     expect(file).toEqual(urls);
-    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'sapi', 'vmapi']);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'papi', 'sapi', 'vmapi']);
     for (const u of Object.values(file)) expect(u).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 
     const cnapi = cnapiClient(file.cnapi);
@@ -66,6 +66,10 @@ describe('dev headnode', () => {
       const ping = await fetch(`${file.sapi}/ping`);
       expect(ping.status).toBe(200);
       expect(await ping.json()).toMatchObject({ mode: 'full', storAvailable: true });
+      // PAPI's ping (sdc-papi lib/papi.js) and a fresh DC's packages.
+      expect(await (await fetch(`${file.papi}/ping`)).json()).toMatchObject({ backend: 'up' });
+      const sdc128 = await (await fetch(`${file.papi}/packages?name=sdc_128`)).json();
+      expect(sdc128).toMatchObject([{ uuid: '73a1ca34-1e30-48c7-8681-70314a9c67d3', owner_uuids: ['930896af-bf8c-48d4-885c-6573a94b1853'] }]);
     } finally {
       for (const c of [cnapi, vmapi, napi, imgapi]) closeClient(c);
     }

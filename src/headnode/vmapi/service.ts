@@ -41,6 +41,8 @@ export interface VmapiServiceOptions {
   cnapiUrl: string;
   napiUrl: string;
   imgapiUrl: string;
+  /** PAPI, where a `billing_id` is looked up (provisions, resizes); without it none is. */
+  papiUrl?: string;
   /** Jobs running at once (all VMs together); default 32. */
   jobConcurrency?: number;
 }
@@ -70,6 +72,7 @@ export class VmapiService {
       cnapi: trim(opts.cnapiUrl),
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
+      ...(opts.papiUrl ? { papi: trim(opts.papiUrl) } : {}),
     });
     this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
     // Jobs: the newest 5000 are kept, saved at most once a second (nobody waits on them).
