@@ -12,7 +12,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { createLogger } from '../common/log.js';
-import { resolveConfig, SETTINGS, type RawSettings } from '../daemon/config.js';
+import { resolveConfig } from '../daemon/config.js';
+import { SETTINGS, type RawSettings } from '../daemon/settings.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
@@ -198,6 +199,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
     ...(urls.papi ? [`  PAPI:         ${urls.papi}${where}`] : []),
+    `  FWAPI:        ${urls.fwapi ? `${urls.fwapi}${urls.fwapiFast ? `, updates ${urls.fwapiFast}` : ''}${where}` : 'none'}`,
   ];
   if (config.logFile) {
     lines.push(`  logs:         ${shown(config.logFile)}`);

@@ -23,6 +23,8 @@ interface EventArgs extends DataDirArgs, JsonArgs {
   down?: string;
   late?: string;
   boot?: string;
+  off?: string;
+  spread?: string;
   vms?: string;
   'vm-percent'?: number;
   'exit-status'?: number;
@@ -78,6 +80,11 @@ function params(argv: EventArgs): Record<string, unknown> {
   };
   switch (argv.type) {
     case 'reboot':
+      dur('boot', 'bootMs');
+      break;
+    case 'power-loss':
+      dur('off', 'offMs');
+      dur('spread', 'spreadMs');
       dur('boot', 'bootMs');
       break;
     case 'flap':
@@ -143,7 +150,9 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('period', { type: 'string', describe: 'flap: one down-and-up cycle' })
     .option('down', { type: 'string', describe: 'flap: time down in each period (default half)' })
     .option('late', { type: 'string', describe: 'slow-heartbeat: how late each heartbeat goes' })
-    .option('boot', { type: 'string', describe: "reboot: time down (default the daemon's --boot-seconds)" })
+    .option('boot', { type: 'string', describe: "reboot: time down; power-loss: each CN's kernel boot time (default the daemon's --boot-seconds)" })
+    .option('off', { type: 'string', describe: 'power-loss: how long the power stays off (default 0: back at once)' })
+    .option('spread', { type: 'string', describe: 'power-loss: power comes back to each CN at a random moment within this (default 0: all at once)' })
     .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot: these VMs (comma-separated UUIDs; default every running VM)' })
     .option('vm-percent', { type: 'number', describe: "vm-crash, vm-reboot: this percentage of the targets' running VMs" })
     .option('exit-status', { type: 'number', describe: 'vm-crash: the exit status vmadm records (default 1)' })
@@ -160,6 +169,7 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('error-rate', { type: 'number', describe: 'outbound-fault: fraction of the hit requests that fail, 0-1' })
     .example('$0 event offline --count 3 --duration 30s', 'three random CNs stop heartbeating, then come back')
     .example('$0 event vm-crash --servers UUID --exit-status 137', "that CN's running VMs crash")
+    .example('$0 event power-loss --all --spread 30s', 'a boot storm: every CN loses power and boots (by booter) over 30 s; see mockcloud boot-report')
     .example('$0 event zpool-fill --percent 10 --fill 95 --over 5m', "10 % of the CNs' pools fill to 95 %")
     .example('$0 event task-fault --all --task machine_create --hang', 'VM creations hang until the event ends')
     .example('$0 event end --all', 'end every active event');

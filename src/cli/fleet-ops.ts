@@ -23,6 +23,10 @@ export interface ServerSummary {
   headnode?: boolean;
   /** The hardware profile it was made with (absent from older daemons). */
   profile?: string;
+  /** Seconds since config-agent's last complete check of the CN with SAPI (null: none yet; absent: no config-agent). */
+  configAgeSeconds?: number | null;
+  /** That check is overdue (more than the agent's longest wait and a request's deadline). */
+  configStale?: boolean;
 }
 
 /**

@@ -24,18 +24,19 @@ interface HeadnodeArgs {
   'imgapi-port': number;
   'sapi-port': number;
   'papi-port': number;
+  'fwapi-port': number;
   'datacenter-name': string;
   'admin-uuid': string;
   'log-file'?: string;
   'log-level'?: string;
 }
 
-const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'papi'] as const;
+const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'papi', 'fwapi'] as const;
 
 function builder(y: Argv): Argv<HeadnodeArgs> {
   let out = y
     .option('data-dir', { type: 'string', describe: 'where the state lives (<data-dir>/headnode/, headnode.json) (env MOCKCLOUD_DATA_DIR)' })
-    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all six services' }) as Argv<HeadnodeArgs>;
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all seven services' }) as Argv<HeadnodeArgs>;
   for (const svc of SERVICES) {
     out = out.option(`${svc}-port`, {
       type: 'number',
@@ -118,6 +119,8 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
   const headnode = daemon.headnode!;
   const urls = headnode.urls;
   const server = daemon.fleet.headnode();
+  const booter = headnode.booterAddresses;
+  const booterFlags = booter ? ` --booter ${booter.dhcp.ip}:${booter.dhcp.port} --booter-http-url ${booter.http}` : '';
   const lines = [
     `mockcloud dev headnode running (pid ${process.pid})`,
     `  data dir:     ${dataDir}`,
@@ -127,10 +130,12 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  IMGAPI:       ${urls.imgapi}`,
     `  SAPI:         ${urls.sapi}`,
     `  PAPI:         ${urls.papi}`,
+    `  FWAPI:        ${urls.fwapi} (updates ${urls.fwapiFast})`,
+    ...(booter ? [`  booter:       DHCP ${booter.dhcp.ip}:${booter.dhcp.port} (UDP), boot files ${booter.http}`] : []),
     `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
-    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}`,
+    `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}${booterFlags}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

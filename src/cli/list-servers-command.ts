@@ -44,6 +44,8 @@ export interface ListedServer {
   created: string | null;
   /** The daemon hosting it: sysinfo `Mockcloud Daemon` ("<daemon id>@<host>"); null when unknown. */
   daemon: string | null;
+  /** How old the CN's config from SAPI is (config-agent's last check): "42s", "stale 9m"; null when unknown. */
+  config: string | null;
 }
 
 /** What list-servers offers: every field of a row, by its JSON name. */
@@ -60,6 +62,7 @@ export const LIST_TABLE: TableSpec = {
     { field: 'created', header: 'CREATED' },
     { field: 'headnode', header: 'HEADNODE' },
     { field: 'daemon', header: 'DAEMON' },
+    { field: 'config', header: 'CONFIG' },
   ],
   defaults: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'profile'],
   long: ['uuid', 'hostname', 'adminIp', 'agentAddress', 'vms', 'status', 'role', 'profile', 'created', 'daemon'],
@@ -84,7 +87,7 @@ function builder(y: Argv): Argv<ListArgs> {
       type: 'boolean',
       describe: "every mock CN CNAPI knows, whichever daemon hosts it (from each CN's sysinfo 'Mockcloud Daemon'), not only this daemon's",
     });
-  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, profile, created, daemon}')
+  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, profile, created, daemon, config}')
     .example('$0 list-servers -H -o uuid', 'one uuid per line')
     .example('$0 list-servers -s -vms -o hostname,vms', 'the CNs with the most VMs first') as Argv<ListArgs>;
 }
@@ -141,6 +144,7 @@ async function handler(argv: ListArgs): Promise<void> {
       profile: s.profile ?? null,
       created: typeof s.createdAt === 'number' ? new Date(s.createdAt * 1000).toISOString() : null,
       daemon: live?.hostedBy ?? null,
+      config: configAge(s),
     })),
     sort,
   );
@@ -149,6 +153,15 @@ async function handler(argv: ListArgs): Promise<void> {
     return;
   }
   process.stdout.write(formatTable(LIST_TABLE, argv, rows));
+}
+
+/** config-agent's view of a CN: its config's age, "stale" when a check is overdue, "-" before the first. */
+function configAge(s: ServerSummary): string | null {
+  if (s.configAgeSeconds === undefined) return null;
+  if (s.configAgeSeconds === null) return s.configStale ? 'stale' : '-';
+  const t = s.configAgeSeconds;
+  const age = t < 120 ? `${t}s` : t < 7200 ? `${Math.round(t / 60)}m` : `${Math.round(t / 3600)}h`;
+  return s.configStale ? `stale ${age}` : age;
 }
 
 /** Every mock CN CNAPI lists ("System Type" Virtual), as rows, with the daemon hosting each. */
@@ -179,6 +192,7 @@ async function allDaemonsRows(cnapi: string | undefined): Promise<ListedServer[]
         profile: null,
         created: typeof zpoolCreation === 'number' ? new Date(zpoolCreation * 1000).toISOString() : null,
         daemon: typeof si[DAEMON_SYSINFO_KEY] === 'string' ? (si[DAEMON_SYSINFO_KEY] as string) : null,
+        config: null,
       } satisfies ListedServer;
     });
 }

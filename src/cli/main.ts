@@ -14,6 +14,7 @@ import { MockcloudError } from '../common/errors.js';
 import { describeSystemError, systemErrorCode } from '../common/system-errors.js';
 import { MOCKCLOUD_VERSION } from '../daemon/version.js';
 import { addExternalsCommand } from './add-externals-command.js';
+import { bootReportCommand } from './boot-report-command.js';
 import { createServersCommand } from './create-servers-command.js';
 import { CliError, UsageError } from './daemon-client.js';
 import { daemonCommand } from './daemon-command.js';
@@ -45,6 +46,7 @@ const COMMANDS = [
   setServersCommand,
   eventCommand,
   eventsCommand,
+  bootReportCommand,
   scenarioCommand,
   mirrorCommand,
 ] as const;

@@ -31,6 +31,12 @@ interface DaemonStatus {
   cnAgent?: { tasks?: Record<string, number>; faults?: number };
   memory?: { rssBytes: number; heapUsedBytes?: number; heapTotalBytes?: number };
   agents?: Record<string, Record<string, number> | undefined>;
+  /** How the CNs boot (absent from older daemons). */
+  boot?: {
+    booter: { dhcp: { ip: string; port: number }; http?: string; circuitId?: string } | null;
+    paths?: { booter: number; direct: number; notBooted: number };
+    booting?: number;
+  };
 }
 
 function builder(y: Argv): Argv<StatusArgs> {
@@ -62,10 +68,21 @@ async function handler(argv: StatusArgs): Promise<void> {
     ...(s.ui !== undefined ? [`fleet page:        ${s.ui ?? 'none'}`] : []),
     `CNs failing CNAPI: ${failing.length ? failing.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
     `errors:            ${errors.length ? errors.map(([k, v]) => `${k} ${v}`).join(', ') : 'none'}`,
+    ...bootLine(s),
     ...sapiLine(s),
     ...(s.memory ? [`memory:            ${memoryLine(s.memory)}`] : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** Where the CNs boot from, and which path each CN's last boot took (docs/boot.md). */
+function bootLine(s: DaemonStatus): string[] {
+  const b = s.boot;
+  if (!b) return [];
+  const where = b.booter ? `booter ${b.booter.dhcp.ip}:${b.booter.dhcp.port}` : 'no booter (direct path)';
+  const p = b.paths;
+  const paths = p ? `; last boot: ${p.booter} by booter, ${p.direct} direct, ${p.notBooted} not booted this run` : '';
+  return [`boot:              ${where}${paths}${b.booting ? `; ${b.booting} booting now` : ''}`];
 }
 
 /** RFD 82: where the CNs' agent instances stand in SAPI. */

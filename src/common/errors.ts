@@ -89,11 +89,15 @@ export function isMockcloudError(err: unknown): err is MockcloudError {
   return err instanceof MockcloudError;
 }
 
+/** What a thrown value says: an Error's message, anything else as a string. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Any thrown value as a MockcloudError; unknown errors become InternalError. */
 export function toMockcloudError(err: unknown): MockcloudError {
   if (err instanceof MockcloudError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new MockcloudError('InternalError', message, { cause: err });
+  return new MockcloudError('InternalError', messageOf(err), { cause: err });
 }
 
 /** Shorthands for the common cases, so call sites read as what went wrong. */

@@ -25,8 +25,29 @@ import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.
 import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
-import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
+import {
+  DEFAULT_METRICS_PORT,
+  invalidSetting,
+  parseAgentIpMode,
+  parseBooter,
+  parseBoolean,
+  parseCount,
+  parseHeadnodePorts,
+  parseListenAddressSetting,
+  parsePort,
+  parsePortRange,
+  parseSeconds,
+  SETTINGS,
+  validateTimings,
+  validateUrl,
+  type AgentIpMode,
+  type HeadnodePortSet,
+  type RawSettings,
+  type SettingKey,
+} from './settings.js';
+import type { ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
+import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { adminIpFromNicsArray(nics: unknown[]): string | undefined };
@@ -35,19 +56,9 @@ export const DEFAULT_DATACENTER_NAME = 'mockcloud';
 export const DEFAULT_BIND_IP = '127.0.0.1';
 /** cmon-agent's port on a real CN; CMON never asks for another. */
 export const DEFAULT_CMON_PORT = 9163;
-/** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
-export const DEFAULT_METRICS_PORT = 8881;
 
 export type { ListenAddress };
 
-/**
- * How the mock CNs get their `CN Agent IP`:
- *   shared     every CN's cn-agent socket binds the bind IP (one address, one port per CN);
- *   loopback   (Linux) every CN gets its own 127.x.y.z address (agent-ips.ts), so CMON's
- *              `http://<CN Agent IP>:9163/v1/gz/metrics` reaches exactly that CN.
- */
-export type AgentIpMode = 'shared' | 'loopback';
-export const AGENT_IP_MODES: readonly AgentIpMode[] = ['shared', 'loopback'];
 /** Used when the host is not SmartOS (there, "Live Image" comes from `uname -v`, as the original). */
 export { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
 import { DEFAULT_PLATFORM } from '../common/triton-defaults.js';
@@ -105,6 +116,18 @@ export interface DaemonConfig {
   bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
+  /**
+   * Where the mock CNs' DHCP goes (booter's dhcpd, UDP), or 'none' (--no-booter): each CN's
+   * admin NIC from NAPI directly and no PXE boot. Absent: the dev headnode's booter when it
+   * runs, else none.
+   */
+  booter?: { ip: string; port: number } | 'none';
+  /** Booter's HTTP root the CNs load their boot file from; absent: the dev booter's, else CNAPI's boot params. */
+  booterHttpUrl?: string;
+  /** The rack the relay names in option 82 (its circuit id); absent: the relay's remote id only. */
+  bootRack?: string;
+  /** Test-only scaling of the boot's DHCP schedule and retries (config file key `bootTimings`). */
+  bootTimings?: Partial<BootTimings>;
   /** Tasks running at once across the fleet / per CN, and waiting; absent: cn-agent's defaults. */
   maxTasks?: number;
   maxTasksPerServer?: number;
@@ -126,130 +149,13 @@ export interface DaemonConfig {
 /** 'headnode': filled in by the daemon from its embedded dev headnode. */
 export type ConfigSource = 'flag' | 'env' | 'file' | 'mdata' | 'derived' | 'default' | 'headnode';
 
-/** One row per setting: its flag, environment variable and config file key. */
-export const SETTINGS = [
-  { key: 'dataDir', flag: 'data-dir', env: 'MOCKCLOUD_DATA_DIR', help: 'the data dir holding servers/<uuid>/' },
-  { key: 'cnapiUrl', flag: 'cnapi-url', env: 'MOCKCLOUD_CNAPI_URL', help: 'CNAPI base URL' },
-  { key: 'vmapiUrl', flag: 'vmapi-url', env: 'MOCKCLOUD_VMAPI_URL', help: 'VMAPI base URL' },
-  { key: 'napiUrl', flag: 'napi-url', env: 'MOCKCLOUD_NAPI_URL', help: 'NAPI base URL' },
-  { key: 'imgapiUrl', flag: 'imgapi-url', env: 'MOCKCLOUD_IMGAPI_URL', help: 'IMGAPI base URL' },
-  {
-    key: 'sapiUrl',
-    flag: 'sapi-url',
-    env: 'MOCKCLOUD_SAPI_URL',
-    help: "SAPI base URL: every mock CN's agent instances are adopted there (RFD 82) and deleted with the CN",
-  },
-  { key: 'bindIp', flag: 'bind-ip', env: 'MOCKCLOUD_BIND_IP', help: "IP for the mock CNs' cn-agent sockets" },
-  { key: 'portRange', flag: 'port-range', env: 'MOCKCLOUD_PORT_RANGE', help: 'LO-HI ports for those sockets (default: ephemeral)' },
-  { key: 'controlPort', flag: 'control-port', env: 'MOCKCLOUD_CONTROL_PORT', help: 'control API port on 127.0.0.1 (default 0: ephemeral)' },
-  {
-    key: 'metricsAddress',
-    flag: 'metrics-address',
-    env: 'MOCKCLOUD_METRICS_ADDRESS',
-    help:
-      `also serve GET /metrics (Prometheus text; always on the control API) on IP[:PORT] for a scraper on another host ` +
-      `(port default ${DEFAULT_METRICS_PORT}, 0: any free one; mdata mockcloudMetricsAddress; default: not served elsewhere; docs/metrics.md)`,
-  },
-  {
-    key: 'cmonPort',
-    flag: 'cmon-port',
-    env: 'MOCKCLOUD_CMON_PORT',
-    help: 'cmon-agent port (default 9163 like a real CN; with the embedded dev headnode a free one when 9163 is taken; 0: ephemeral)',
-  },
-  {
-    key: 'uiAddress',
-    flag: 'ui-address',
-    env: 'MOCKCLOUD_UI_ADDRESS',
-    help:
-      "where the live fleet web page listens (mockcloud ui prints its URL): IP[:PORT], or none (default 127.0.0.1, any free port); " +
-      'on an address other hosts reach, they see the fleet and can start and end events (docs/ui.md)',
-  },
-  {
-    key: 'headnodePorts',
-    flag: 'headnode-ports',
-    env: 'MOCKCLOUD_HEADNODE_PORTS',
-    help:
-      "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
-      'SAPI N+4) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (default: any free ports)',
-  },
-  {
-    key: 'agentIps',
-    flag: 'agent-ips',
-    env: 'MOCKCLOUD_AGENT_IPS',
-    help: "'shared' (every CN on the bind IP) or 'loopback' (Linux: each CN its own 127.x.y.z CN Agent IP; default shared)",
-  },
-  { key: 'datacenterName', flag: 'datacenter-name', env: 'MOCKCLOUD_DATACENTER_NAME', help: 'sysinfo "Datacenter Name" of new CNs' },
-  { key: 'dnsDomain', flag: 'dns-domain', env: 'MOCKCLOUD_DNS_DOMAIN', help: 'DNS domain for derived API URLs' },
-  { key: 'adminUuid', flag: 'admin-uuid', env: 'MOCKCLOUD_ADMIN_UUID', help: 'owner of new admin NICs (mdata ufdsAdmin)' },
-  { key: 'platform', flag: 'platform', env: 'MOCKCLOUD_PLATFORM', help: 'sysinfo "Live Image" of new CNs' },
-  {
-    key: 'externalNics',
-    flag: 'external-nics',
-    env: 'MOCKCLOUD_EXTERNAL_NICS',
-    help: "true or false: new CNs' dnet1 on the external NIC tag (default: true with the embedded dev headnode, else false)",
-  },
-  { key: 'logFile', flag: 'log-file', env: 'MOCKCLOUD_LOG_FILE', help: 'bunyan log file (default: <data-dir>/logs/mockcloud.log with the embedded dev headnode, else stderr)' },
-  { key: 'logLevel', flag: 'log-level', env: 'MOCKCLOUD_LOG_LEVEL', help: 'bunyan log level (default info)' },
-  { key: 'maxTasks', flag: 'max-tasks', env: 'MOCKCLOUD_MAX_TASKS', help: 'cn-agent tasks running at once across all CNs (default 128)' },
-  {
-    key: 'maxTasksPerServer',
-    flag: 'max-tasks-per-server',
-    env: 'MOCKCLOUD_MAX_TASKS_PER_SERVER',
-    help: 'cn-agent tasks running at once on one CN (default 16); more wait their turn',
-  },
-  {
-    key: 'maxQueuedTasks',
-    flag: 'max-queued-tasks',
-    env: 'MOCKCLOUD_MAX_QUEUED_TASKS',
-    help: 'tasks waiting for their turn (default 4096); beyond it cn-agent answers 503',
-  },
-  {
-    key: 'maxConnections',
-    flag: 'max-connections',
-    env: 'MOCKCLOUD_MAX_CONNECTIONS',
-    help: "open connections across all CNs' cn-agent sockets (default 6144); beyond it new ones are closed",
-  },
-  {
-    key: 'allowExecute',
-    flag: 'allow-execute',
-    env: 'MOCKCLOUD_ALLOW_EXECUTE',
-    boolean: true,
-    help:
-      "let CNAPI's execute endpoint (cn-agent command_execute) run scripts in a shell on this host as the " +
-      "daemon's user, with mock sysinfo/vmadm/zfs/zpool/imgadm commands (default off; see docs/execute.md)",
-  },
-  {
-    key: 'bootSeconds',
-    flag: 'boot-seconds',
-    env: 'MOCKCLOUD_BOOT_SECONDS',
-    help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
-  },
-  {
-    key: 'seed',
-    flag: 'seed',
-    env: 'MOCKCLOUD_SEED',
-    help:
-      'make random draws replayable: CN uuids, hostnames, serials, MACs, disk names and profiles drawn from a mix ' +
-      '(and event targets and fault decisions) come from streams of this seed (any string; default: unpredictable)',
-  },
-  {
-    key: 'profilesDir',
-    flag: 'profiles-dir',
-    env: 'MOCKCLOUD_PROFILES_DIR',
-    help: 'a dir of hardware profile files (*.json, *.yaml, *.yml) added to the built-in profiles (default <data-dir>/profiles; see docs/fleet.md)',
-  },
-] as const;
-
-export type SettingKey = (typeof SETTINGS)[number]['key'];
-export type RawSettings = Partial<Record<SettingKey, string | number>>;
-
 export interface ConfigInputs {
   flags?: RawSettings & { config?: string };
   env?: NodeJS.ProcessEnv;
   mdata: MdataReader;
 }
 
-const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings']);
+const FILE_KEYS = new Set<string>([...SETTINGS.map((s) => s.key), 'timings', 'bootTimings']);
 
 export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig> {
   const flags = inputs.flags ?? {};
@@ -315,7 +221,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   sources.datacenterName ??= 'default';
   const dnsDomain = await lookup('dnsDomain', 'dnsDomain');
   const urls: ServiceUrls = {};
-  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+  for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const) {
     const key = `${svc}Url` as const;
     let url = await lookup(key);
     if (url === undefined && dnsDomain && sources.datacenterName !== 'default') {
@@ -323,6 +229,18 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
       sources[key] = 'derived';
     }
     if (url !== undefined) urls[svc] = validateUrl(key, url);
+  }
+
+  const fast = await lookup('fwapiFastUrl');
+  if (fast !== undefined) {
+    let u: URL | undefined;
+    try {
+      u = new URL(fast);
+    } catch {
+      u = undefined;
+    }
+    if (!u || u.protocol !== 'tcp:' || !u.hostname || !u.port) throw invalidSetting('fwapiFastUrl', `${JSON.stringify(fast)} is not tcp://HOST:PORT`);
+    urls.fwapiFast = `tcp://${u.host}`;
   }
 
   let bindIp = await lookup('bindIp');
@@ -335,10 +253,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
     }
   }
   bindIp ??= ((sources.bindIp = 'default'), DEFAULT_BIND_IP);
-  if (net.isIP(bindIp) === 0) throw invalid('bindIp', `bind IP ${JSON.stringify(bindIp)} is not an IP address`);
+  if (net.isIP(bindIp) === 0) throw invalidSetting('bindIp', `bind IP ${JSON.stringify(bindIp)} is not an IP address`);
   // Each CN advertises this address to CNAPI as its `CN Agent IP`: it must be one CNAPI can reach.
   if (/^(0\.0\.0\.0|::|0:0:0:0:0:0:0:0)$/.test(bindIp)) {
-    throw invalid('bindIp', `bind IP ${bindIp} is a wildcard; each mock CN advertises it to CNAPI as its CN Agent IP, so give the zone's admin IP`);
+    throw invalidSetting('bindIp', `bind IP ${bindIp} is a wildcard; each mock CN advertises it to CNAPI as its CN Agent IP, so give the zone's admin IP`);
   }
 
   const portRangeText = await lookup('portRange');
@@ -347,7 +265,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const headnodePortsText = await lookup('headnodePorts');
   const agentIps = parseAgentIpMode((await lookup('agentIps')) ?? ((sources.agentIps = 'default'), 'shared'));
   const adminUuid = (await lookup('adminUuid', 'ufdsAdmin')) ?? ((sources.adminUuid = 'default'), DEFAULT_ADMIN_UUID);
-  if (!isUuid(adminUuid)) throw invalid('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
+  if (!isUuid(adminUuid)) throw invalidSetting('adminUuid', `admin uuid ${JSON.stringify(adminUuid)} is not a UUID`);
   const platform = (await lookup('platform')) ?? ((sources.platform = 'default'), hostPlatform());
   const allowExecuteText = await lookup('allowExecute');
   const bootSecondsText = await lookup('bootSeconds');
@@ -356,10 +274,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   const logFile = await lookup('logFile');
   const logLevel = await lookup('logLevel');
   if (logLevel !== undefined && !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
-    throw invalid('logLevel', `log level ${JSON.stringify(logLevel)} is not one of trace, debug, info, warn, error, fatal`);
+    throw invalidSetting('logLevel', `log level ${JSON.stringify(logLevel)} is not one of trace, debug, info, warn, error, fatal`);
   }
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(datacenterName)) {
-    throw invalid('datacenterName', `datacenter name ${JSON.stringify(datacenterName)} is not a DNS label`);
+    throw invalidSetting('datacenterName', `datacenter name ${JSON.stringify(datacenterName)} is not a DNS label`);
   }
 
   const config: DaemonConfig = {
@@ -379,7 +297,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (uiAddressText === undefined) sources.uiAddress = 'default';
   else {
     const ui = parseUiAddress(uiAddressText);
-    if (typeof ui === 'string') throw invalid('uiAddress', `fleet page address ${ui}`);
+    if (typeof ui === 'string') throw invalidSetting('uiAddress', `fleet page address ${ui}`);
     config.uiAddress = ui;
   }
   if (headnodePortsText !== undefined) config.headnodePorts = parseHeadnodePorts(headnodePortsText);
@@ -392,9 +310,19 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   if (externalNics !== undefined) config.externalNics = externalNics;
   if (configFile !== undefined) config.configFile = configFile;
   if (file.timings !== undefined) config.timings = validateTimings(file.timings);
+  if (file.bootTimings !== undefined) config.bootTimings = validateBootTimings(file.bootTimings);
+  const booterText = await lookup('booter');
+  if (booterText !== undefined) config.booter = parseBooter(booterText);
+  const booterHttpUrl = await lookup('booterHttpUrl');
+  if (booterHttpUrl !== undefined) config.booterHttpUrl = validateUrl('booterHttpUrl', booterHttpUrl);
+  const bootRack = await lookup('bootRack');
+  if (bootRack !== undefined) {
+    if (!/^[A-Za-z0-9_-]{1,20}$/.test(bootRack)) throw invalidSetting('bootRack', `rack ${JSON.stringify(bootRack)} must be 1-20 letters, digits, '_' or '-' (booter makes it the NIC tag admin_rack_<rack>)`);
+    config.bootRack = bootRack;
+  }
   const seed = await lookup('seed');
   if (seed !== undefined) {
-    if (seed.length > 256) throw invalid('seed', 'a seed is at most 256 characters');
+    if (seed.length > 256) throw invalidSetting('seed', 'a seed is at most 256 characters');
     config.seed = seed;
   }
   const profilesDir = await lookup('profilesDir');
@@ -466,137 +394,4 @@ function adminIpFromNicsJson(text: string): string | undefined {
 export function settingHint(key: SettingKey): string {
   const s = SETTINGS.find((x) => x.key === key)!;
   return `--${s.flag} (env ${s.env})`;
-}
-
-function invalid(key: string, message: string): MockcloudError {
-  const s = SETTINGS.find((x) => x.key === key);
-  return new MockcloudError('InvalidArgument', s ? `${message} (--${s.flag} / ${s.env})` : message);
-}
-
-function validateUrl(key: SettingKey, url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid(key, `${JSON.stringify(url)} is not a URL`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw invalid(key, `${JSON.stringify(url)} is not an http(s) URL`);
-  }
-  return url.replace(/\/+$/, '');
-}
-
-function parsePort(key: SettingKey, text: string, zeroOk: boolean): number {
-  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isInteger(n) || n > 65535 || (!zeroOk && n === 0)) {
-    throw invalid(key, `${JSON.stringify(text)} is not a port number${zeroOk ? ' (0-65535)' : ' (1-65535)'}`);
-  }
-  return n;
-}
-
-/** "IP", "IP:PORT" or "[IPv6]:PORT"; a bare IP takes `defaultPort`. */
-export function parseListenAddressSetting(key: SettingKey, text: string, defaultPort: number): ListenAddress {
-  const a = parseListenAddress(text, defaultPort);
-  if (typeof a === 'string') throw invalid(key, a);
-  return a;
-}
-
-function parseCount(key: SettingKey, text: string, zeroOk: boolean): number {
-  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || (!zeroOk && n === 0)) {
-    throw invalid(key, `${JSON.stringify(text)} is not a whole number${zeroOk ? '' : ' > 0'}`);
-  }
-  return n;
-}
-
-function parseAgentIpMode(text: string): AgentIpMode {
-  const mode = text.trim().toLowerCase();
-  if (!(AGENT_IP_MODES as readonly string[]).includes(mode)) {
-    throw invalid('agentIps', `agent IP mode ${JSON.stringify(text)} is not one of ${AGENT_IP_MODES.join(', ')}`);
-  }
-  // Only Linux routes all of 127/8 to the loopback interface without configuring aliases.
-  if (mode === 'loopback' && process.platform !== 'linux') {
-    throw invalid('agentIps', `agent IP mode 'loopback' needs Linux (all of 127/8 local); this is ${process.platform}`);
-  }
-  return mode as AgentIpMode;
-}
-
-function parseBoolean(key: SettingKey, text: string): boolean {
-  const v = text.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(v)) return true;
-  if (['false', '0', 'no', 'off'].includes(v)) return false;
-  throw invalid(key, `${JSON.stringify(text)} is not a boolean (true or false)`);
-}
-
-/** Seconds, fractions allowed (tests boot in a fraction of a second), at most a day. */
-function parseSeconds(key: SettingKey, text: string): number {
-  const n = /^\s*\d+(\.\d+)?\s*$/.test(text) ? Number(text) : NaN;
-  if (!Number.isFinite(n) || n > 86_400) throw invalid(key, `${JSON.stringify(text)} is not a number of seconds (0-86400)`);
-  return n;
-}
-
-/** The dev headnode's five ports, in the order `--headnode-ports` takes them. */
-export interface HeadnodePortSet {
-  cnapi: number;
-  vmapi: number;
-  napi: number;
-  imgapi: number;
-  sapi: number;
-}
-
-const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
-
-/** "N" (N to N+4) or "C,V,N,I,S": five different ports, none 0. */
-export function parseHeadnodePorts(text: string): HeadnodePortSet {
-  const count = HEADNODE_PORT_ORDER.length;
-  const parts = text.split(',').map((p) => p.trim());
-  let ports: number[];
-  if (parts.length === 1) {
-    const base = parsePort('headnodePorts', parts[0]!, false);
-    if (base > 65535 - (count - 1)) {
-      throw invalid('headnodePorts', `base port ${base} leaves no room for ${count} ports (at most ${65535 - (count - 1)})`);
-    }
-    ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
-  } else if (parts.length === count) {
-    ports = parts.map((p) => parsePort('headnodePorts', p, false));
-    if (new Set(ports).size !== count) throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${count} different ports`);
-  } else {
-    throw invalid('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI`);
-  }
-  return { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
-}
-
-export function parsePortRange(text: string): [number, number] {
-  const m = /^\s*(\d+)\s*[-:]\s*(\d+)\s*$/.exec(text);
-  if (!m) throw invalid('portRange', `port range ${JSON.stringify(text)} is not LO-HI`);
-  const lo = parsePort('portRange', m[1]!, false);
-  const hi = parsePort('portRange', m[2]!, false);
-  if (lo > hi) throw invalid('portRange', `port range ${text}: ${lo} is above ${hi}`);
-  return [lo, hi];
-}
-
-const TIMING_KEYS = ['heartbeatIntervalMs', 'statusIntervalMs', 'statusThrottleMs', 'requestTimeoutMs', 'startSpreadMs'] as const;
-
-function validateTimings(value: unknown): Partial<ReporterTimings> {
-  if (typeof value !== 'object' || value === null) throw new MockcloudError('InvalidArgument', 'config "timings" must be an object');
-  const out: Partial<ReporterTimings> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (k === 'sysinfoBackoff') {
-      const b = v as Record<string, unknown>;
-      const backoff: Record<string, number> = {};
-      for (const bk of ['minMs', 'maxMs', 'factor', 'jitter']) {
-        if (b?.[bk] === undefined) continue;
-        if (typeof b[bk] !== 'number' || !(b[bk] >= 0)) throw new MockcloudError('InvalidArgument', `config "timings.sysinfoBackoff.${bk}" must be a number ≥ 0`);
-        backoff[bk] = b[bk];
-      }
-      out.sysinfoBackoff = backoff as unknown as ReporterTimings['sysinfoBackoff'];
-      continue;
-    }
-    if (!(TIMING_KEYS as readonly string[]).includes(k)) {
-      throw new MockcloudError('InvalidArgument', `config "timings.${k}" is unknown; known: ${TIMING_KEYS.join(', ')}, sysinfoBackoff`);
-    }
-    if (typeof v !== 'number' || !(v > 0)) throw new MockcloudError('InvalidArgument', `config "timings.${k}" must be a number > 0`);
-    (out as Record<string, number>)[k] = v;
-  }
-  return out;
 }

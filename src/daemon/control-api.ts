@@ -76,6 +76,13 @@ export interface ControlHandlers {
   markEvents(body: unknown): Promise<unknown>;
   /** The Prometheus text of the daemon's metrics (absent: no /metrics). */
   metrics?(): Promise<ControlResponse['text']>;
+  /**
+   * What one CN's agents hold: `config-agent` (its instances, files, post_cmds), `firewall`
+   * (the fwadm store: rules, remote VMs), `fwadm` (what `fwadm <cmd>` prints there, as text).
+   */
+  serverAgent?(uuid: string, what: string, query: URLSearchParams): ControlResponse;
+  /** Each CN's last boot and their summary (docs/boot.md); absent: no /boots. */
+  boots?(query: URLSearchParams): unknown;
 }
 
 /** What one path answers, by method; any other method is a 405. */
@@ -155,6 +162,8 @@ export class ControlApi {
     const metrics = h.metrics?.bind(h);
     if (metrics) on('/metrics', () => ({ GET: async () => ({ text: await metrics() }) }));
     on('/status', () => ({ GET: answer(() => h.status()) }));
+    const boots = h.boots?.bind(h);
+    if (boots) on('/boots', () => ({ GET: answer((req) => boots(new URLSearchParams(req.getQuery()))) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));
     on('/profiles', () => ({ GET: answer(() => h.profiles()) }));
     on('/rescan', () => ({ POST: answer(() => h.rescanAll()) }));
@@ -186,6 +195,10 @@ export class ControlApi {
     on('/servers/:uuid/:action', (req) => {
       const uuid = serverUuid(req);
       if (req.params.action === 'placement') return { POST: answer((r) => h.setPlacement(uuid, body(r))) };
+      const agent = h.serverAgent?.bind(h);
+      if (agent && ['config-agent', 'firewall', 'fwadm'].includes(String(req.params.action))) {
+        return { GET: async (r) => agent(uuid, String(r.params.action), new URLSearchParams(r.getQuery())) };
+      }
       if (req.params.action !== 'rescan') throw notFound(req);
       return { POST: answer(() => h.rescanServer(uuid)) };
     });

@@ -32,6 +32,8 @@ import { createCnAgentHost, createVmadmHost, type ServiceContext } from './defau
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
+import { ConfigAgentPlugin } from '../agents/config-agent/index.js';
+import { FirewallerPlugin } from '../agents/firewaller/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
@@ -48,6 +50,7 @@ import { MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
 import { MetricsListener } from './metrics-listener.js';
+import { bootReport, bootStatus, firstBoot, startBootService, type BootWiring } from './boot-wiring.js';
 
 const PACKAGE_VERSION = MOCKCLOUD_VERSION;
 
@@ -119,6 +122,8 @@ export class Daemon {
   private rateJob: ScheduledJob | undefined;
   private ownsDataDir = false;
   private headnodeInstance: Headnode | undefined;
+  /** How the CNs boot: the relay to booter and the boot service (src/boot). */
+  private boot: BootWiring | undefined;
   private agentIps: LoopbackAgentIps | undefined;
   /** Finishing the removals an earlier run left (ServerFactory.resumeRemovals). */
   private resuming: Promise<void> | undefined;
@@ -235,6 +240,10 @@ export class Daemon {
         http: this.http,
         scheduler: this.scheduler,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
+        firewallState: (uuid) => {
+          const s = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin)?.state(uuid);
+          return s ? { rules: s.rules, rvms: s.rvms } : undefined;
+        },
         // One observation of each task's end, for the metrics and the fleet page's latency chart.
         onTaskEnd: (task, end, ms) => {
           this.taskLatency.count++;
@@ -246,6 +255,8 @@ export class Daemon {
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
 
+      const boot = await startBootService({ config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy });
+      this.boot = boot;
       const reporter = new CnapiReporter({
         log: log.child({ component: 'cnapi-reporter' }),
         scheduler: this.scheduler,
@@ -254,6 +265,7 @@ export class Daemon {
         ...(config.timings ? { timings: config.timings } : {}),
         onError: (kind) => this.countError(`cnapi.${kind}`),
         onHeartbeatLate: metrics.heartbeatLate,
+        onFirstHeartbeat: (cn) => boot.service.heartbeat(cn),
       });
       this.reporterInstance = reporter;
       reporter.start();
@@ -291,6 +303,7 @@ export class Daemon {
         },
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
         hostedBy: this.hostedBy,
+        boot: boot.service,
         ...(agentIps ? { agentIpFor: (uuid: string) => agentIps.addressFor(uuid) } : {}),
       });
       this.fleetInstance = fleetRef.fleet = fleet;
@@ -306,6 +319,7 @@ export class Daemon {
         ...(this.opts.randomMac ? { randomMac: this.opts.randomMac } : {}),
         profiles: this.profiles,
         externalNics: config.externalNics ?? this.headnodeInstance !== undefined,
+        ...(boot.relay ? { firstBoot: (cn: MockCn) => firstBoot(boot, this.scheduler, cn) } : {}),
         stopped: () => this.state === 'stopping' || this.state === 'stopped',
       });
 
@@ -332,6 +346,8 @@ export class Daemon {
       this.ui = await startFleetPage({
         config, log: log.child({ component: 'fleet-page' }), scheduler: this.scheduler, fleet, reporter,
         cnAgent: this.cnAgent, taskLatency: this.taskLatency, events: this.eventsEngine, errors: this.errors, control: handlers,
+        agentFacts: (uuid) => Object.assign({}, ...this.plugins.map((p) => p.describe?.(uuid))) as Record<string, unknown>,
+        boot: boot.service,
       });
       await this.daemonJson.flush();
 
@@ -363,6 +379,7 @@ export class Daemon {
       }
     };
     this.loopDelay?.disable();
+    this.boot?.service.stop();
     await step('control API', () => this.control?.stop());
     await step('fleet page', () => this.ui?.stop());
     await step('events', () => this.eventsEngine?.stop());
@@ -371,6 +388,7 @@ export class Daemon {
     for (const plugin of this.plugins) await step(plugin.name, () => plugin.stop());
     await step('cn-agent', () => this.cnAgent?.stop());
     await step('vmadm', () => this.vmadm?.close?.());
+    await step('DHCP relay', () => this.boot?.relay?.stop());
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
     this.http.observer = undefined;
@@ -498,10 +516,11 @@ export class Daemon {
       ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
       adminUuid: config.adminUuid,
       platform: config.platform,
+      booter: config.booter !== 'none',
     });
     const urls = await headnode.start();
     this.headnodeInstance = headnode;
-    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const) {
+    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const) {
       config.urls[svc] = urls[svc];
       config.sources[`${svc}Url`] = 'headnode';
     }
@@ -621,11 +640,11 @@ export class Daemon {
       status: () => this.status(),
       config: () => ({ ...this.config }),
       profiles: () => this.profiles.list(),
-      listServers: () => this.fleet.list().map((cn) => summary(cn)),
+      listServers: () => this.fleet.list().map((cn) => this.described(cn)),
       getServer: (uuid) => {
         const cn = this.fleet.get(uuid);
         if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-        return { ...summary(cn), agents: cn.agents, sysinfo: cn.sysinfo, paths: cn.paths };
+        return { ...this.described(cn), agents: cn.agents, sysinfo: cn.sysinfo, paths: cn.paths };
       },
       createServers: (body) => this.createServers(body),
       deleteServer: (uuid) => this.factory!.remove(uuid),
@@ -668,7 +687,33 @@ export class Daemon {
       endAllEvents: () => this.events.endAll(),
       markEvents: (body) => this.events.mark(body),
       metrics: () => this.scrapeMetrics(),
+      serverAgent: (uuid, what, query) => this.serverAgent(uuid, what, query),
+      boots: (query) => bootReport(this.boot, this.fleet.list(), query),
     };
+  }
+
+  /** GET /servers/:uuid/{config-agent,firewall,fwadm}: what the CN's config-agent and firewaller hold. */
+  private serverAgent(uuid: string, what: string, query: URLSearchParams): ControlResponse {
+    if (!this.fleet.get(uuid)) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
+    const fw = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin);
+    if (what === 'config-agent') {
+      const ca = this.plugins.find((p): p is ConfigAgentPlugin => p instanceof ConfigAgentPlugin)?.details(uuid);
+      if (!ca) throw new MockcloudError('ServiceUnavailable', 'config-agent is not running (no SAPI)');
+      return { body: ca };
+    }
+    const state = fw?.state(uuid);
+    if (!fw || !state) throw new MockcloudError('ServiceUnavailable', 'firewaller is not running (no FWAPI)');
+    if (what === 'firewall') return { body: state };
+    const args = (query.get('cmd') ?? 'list').trim().split(/\s+/);
+    const out = fw.fwadm(uuid, args)!;
+    return { status: out.code === 0 ? 200 : out.code === 2 ? 400 : 404, text: { contentType: 'text/plain; charset=utf-8', body: out.code === 0 ? out.stdout : out.stderr } };
+  }
+
+  /** A CN's row of GET /servers: its summary and what the agent plug-ins say of it. */
+  private described(cn: MockCnImpl): Record<string, unknown> {
+    const row = summary(cn);
+    for (const p of this.plugins) Object.assign(row, p.describe?.(cn.uuid));
+    return row;
   }
 
   /**
@@ -776,6 +821,7 @@ export class Daemon {
       /** Fault events running now (GET /events lists them). */
       activeEvents: this.eventsEngine?.size ?? 0,
       eventLoop: this.eventLoopFigures(),
+      boot: bootStatus(this.boot, fleet?.list() ?? []),
       errors: Object.fromEntries([...this.errors.entries()].sort()),
       cnapi: reporter
         ? {

@@ -1,10 +1,13 @@
 /**
  * The agent plug-ins every daemon runs besides cn-agent: vm-agent (VM state to VMAPI),
- * net-agent (NIC state to NAPI) and cmon-agent (metrics for CMON), built from the daemon's
+ * net-agent (NIC state to NAPI), cmon-agent (metrics for CMON) and config-agent (the agents'
+ * config files from SAPI), built from the daemon's
  * configuration. `tuning` exists for tests (short intervals); a daemon uses the agents'
  * defaults.
  */
 import { createCmonAgentPlugin, type CmonAgentOptions } from '../agents/cmon-agent/index.js';
+import { createConfigAgentPlugin, type ConfigAgentOptions } from '../agents/config-agent/index.js';
+import { createFirewallerPlugin, type FirewallerOptions } from '../agents/firewaller/index.js';
 import { createNetAgentPlugin, type NetAgentOptions } from '../agents/net-agent/index.js';
 import { createVmAgentPlugin, type VmAgentOptions } from '../agents/vm-agent/index.js';
 import type { CnAgentPluginFactory } from '../runtime/agent-plugin.js';
@@ -14,6 +17,8 @@ export interface PluginTuning {
   vmAgent?: Partial<VmAgentOptions>;
   netAgent?: Partial<NetAgentOptions>;
   cmonAgent?: Partial<CmonAgentOptions>;
+  configAgent?: Partial<ConfigAgentOptions>;
+  firewaller?: Partial<FirewallerOptions>;
 }
 
 export function defaultPlugins(config: DaemonConfig, tuning: PluginTuning = {}): CnAgentPluginFactory[] {
@@ -28,5 +33,9 @@ export function defaultPlugins(config: DaemonConfig, tuning: PluginTuning = {}):
       bind: config.agentIps === 'loopback' ? 'agent-ips' : [config.bindIp],
       ...tuning.cmonAgent,
     }),
+    // Idle without a SAPI (standalone mode).
+    createConfigAgentPlugin({ ...tuning.configAgent }),
+    // Idle without an FWAPI.
+    createFirewallerPlugin({ ...tuning.firewaller }),
   ];
 }

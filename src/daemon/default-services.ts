@@ -2,6 +2,7 @@
  * The real cn-agent task server and vmadm, built for the daemon. Kept apart so the daemon's
  * own code (and its tests) depend only on the small interfaces in services.ts.
  */
+import type { RemoteVm, RuleData } from '../agents/firewaller/index.js';
 import path from 'node:path';
 import { CnAgentServer, type TaskEnd } from '../agents/cn-agent/index.js';
 import type { AgentInstanceAdopter } from '../agents/cn-agent/types.js';
@@ -20,6 +21,8 @@ export interface ServiceContext {
   scheduler?: Scheduler;
   /** SAPI adoption of agent instances (agent_install), when a SAPI is configured. */
   agentInstances?: AgentInstanceAdopter;
+  /** The CN's firewaller store (command_execute's fwadm). */
+  firewallState?: (uuid: string) => { rules: RuleData[]; rvms: RemoteVm[] } | undefined;
   /** Told of every cn-agent task's end (the daemon's metrics). */
   onTaskEnd?: (task: string, end: TaskEnd, ms: number) => void;
 }
@@ -48,6 +51,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       allowExecute: config.allowExecute === true,
       bootSeconds: config.bootSeconds,
       agentInstances: ctx.agentInstances,
+      firewallState: ctx.firewallState,
     },
   });
 }

@@ -8,6 +8,8 @@ import type { Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
 import type { EventsEngine } from '../events/index.js';
 import type { Scheduler } from '../runtime/scheduler.js';
+import type { BootService } from '../boot/boot-service.js';
+import { bootView, summarize } from '../boot/records.js';
 import { DEFAULT_UI_ADDRESS } from '../ui/address.js';
 import { UiServer } from '../ui/server.js';
 import type { FleetCounters, FleetSource } from '../ui/source.js';
@@ -30,6 +32,10 @@ export interface FleetPageParts {
   errors: ReadonlyMap<string, number>;
   /** The control API's handlers: the page's event buttons call these same ones. */
   control: Pick<ControlHandlers, 'startEvent' | 'endEvent'>;
+  /** What the agent plug-ins say of a CN (their `describe`). */
+  agentFacts?: (uuid: string) => Record<string, unknown>;
+  /** The CNs' boots (src/boot). */
+  boot?: BootService;
 }
 
 export function fleetSource(p: FleetPageParts): FleetSource {
@@ -55,8 +61,31 @@ export function fleetSource(p: FleetPageParts): FleetSource {
         errors,
       };
     },
+    ...(p.agentFacts ? { agentFacts: p.agentFacts } : {}),
     startEvent: (body) => p.control.startEvent(body),
     endEvent: (id) => p.control.endEvent(id),
+    ...(p.boot ? bootParts(p.boot) : {}),
+  };
+}
+
+function bootParts(boot: BootService): Pick<FleetSource, 'boot' | 'booting' | 'bootSummary'> {
+  return {
+    boot: (uuid) => {
+      const r = boot.records.get(uuid);
+      return r ? bootView(r) : undefined;
+    },
+    booting: (uuid) => {
+      const r = boot.records.get(uuid);
+      return r !== undefined && r.upAt === undefined && r.phase !== 'abandoned';
+    },
+    bootSummary: () => {
+      const all = boot.records.list();
+      if (all.length === 0) return undefined;
+      // The storm: the boots of the event that caused the latest one, else every boot.
+      const latest = all.reduce((a, b) => (b.startedAt > a.startedAt ? b : a));
+      const eventId = latest.eventId ?? null;
+      return { ...summarize(eventId ? all.filter((r) => r.eventId === eventId) : all), eventId };
+    },
   };
 }
 

@@ -9,11 +9,12 @@ import type { Logger } from '../common/log.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
-import { finishInterruptedReboot } from '../mockcn/power-cycle.js';
+import { finishInterruptedReboot, isMarkedOff } from '../mockcn/power-cycle.js';
 import type { MockCnHooks, MockCnImpl } from '../mockcn/mock-cn.js';
-import type { MockCn, PowerChange } from '../mockcn/types.js';
+import type { BootCause, MockCn, PowerChange, PowerOnOptions } from '../mockcn/types.js';
 import { scanServers } from '../mockcn/server-dir.js';
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
+import { adminNicOf } from '../mockcn/sysinfo-file.js';
 import type { CnAgentPlugin, FleetView } from '../runtime/agent-plugin.js';
 import { mapLimit } from './concurrency.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -38,6 +39,11 @@ export interface FleetOptions {
   agentIpFor?: (uuid: string) => Promise<string | undefined>;
   /** sysinfo `Mockcloud Daemon` of every CN: "<daemon id>@<host>". */
   hostedBy?: string;
+  /** The CNs' firmware (src/boot BootService): how a CN that is off boots; absent: none. */
+  boot?: {
+    powerOn(cn: MockCn, cause: BootCause, opts?: PowerOnOptions): Promise<void>;
+    forget(uuid: string): void;
+  };
 }
 
 export interface LoadReport {
@@ -56,6 +62,12 @@ export class Fleet implements FleetView {
   private readonly openVms: VmStoreOpener;
   /** What every CN tells the shared services: the CNAPI reporter, and its power to cn-agent too. */
   private readonly hooks: MockCnHooks;
+  /**
+   * CNs that came in off (a first boot, a boot at start): their agents (vm-agent, net-agent,
+   * ...) start when the OS has come up, as on a real CN; until then nothing of theirs runs (a
+   * net-agent would register the admin NIC booter is about to make).
+   */
+  private readonly agentsAtBoot = new Set<string>();
 
   constructor(opts: FleetOptions) {
     this.opts = opts;
@@ -66,6 +78,7 @@ export class Fleet implements FleetView {
       sysinfoChanged: (cn) => reporter.sysinfoChanged(cn),
       postAgents: (cn, agents) => reporter.postAgents(cn, agents),
       powerChanged: (cn, change) => this.powerChanged(cn, change),
+      ...(opts.boot ? { powerOn: opts.boot.powerOn.bind(opts.boot) } : {}),
     };
   }
 
@@ -78,6 +91,16 @@ export class Fleet implements FleetView {
     if (!this.cns.has(cn.uuid)) return;
     await this.opts.cnAgent.setPower?.(cn.uuid, cn.power);
     await this.opts.reporter.powerChanged(cn, change);
+    if (cn.power === 'up' && this.agentsAtBoot.delete(cn.uuid)) this.attachPlugins(cn as MockCnImpl);
+    else {
+      for (const plugin of this.opts.plugins) {
+        try {
+          plugin.powerChanged?.(cn);
+        } catch (err) {
+          this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to follow a power change');
+        }
+      }
+    }
     this.opts.log.info({ server: cn.uuid, power: cn.power }, cn.power === 'down' ? 'server down' : 'server up');
   }
 
@@ -141,12 +164,24 @@ export class Fleet implements FleetView {
     return report;
   }
 
-  /** Load one server dir (already complete on disk) and start it; `fresh`: just created. */
-  async load(uuid: string, opts: { fresh?: boolean } = {}): Promise<MockCnImpl> {
+  /**
+   * Load one server dir (already complete on disk) and start it; `fresh`: just created. `off`:
+   * it comes in off (its first boot is the caller's). A CN that was off or booting when the
+   * last daemon stopped (its marker, power-cycle.ts) boots now, through its firmware if it has
+   * one.
+   */
+  async load(uuid: string, opts: { fresh?: boolean; off?: boolean } = {}): Promise<MockCnImpl> {
     const cn = await loadServer(this.opts.dataDir, uuid, this.openVms);
+    const boot = this.opts.boot;
+    // Off when it stopped: marked so, or never booted (no admin address yet: a creation the
+    // last daemon left between writing the CN and marking it off).
+    const wasOff = !opts.fresh && boot !== undefined && (!adminNicOf(cn.sysinfo).ip || (await isMarkedOff(cn)));
+    if (opts.off || wasOff) cn.power = 'down';
     await this.add(cn);
-    // A reboot the previous daemon acknowledged but did not see through boots now.
-    if (!opts.fresh) {
+    if (wasOff) {
+      void cn.powerOn('daemon-start')?.catch((err: unknown) => this.opts.log.warn({ err, server: uuid }, 'booting a server that was off failed'));
+    } else if (!opts.fresh) {
+      // A reboot the previous daemon acknowledged but did not see through boots now.
       void finishInterruptedReboot(cn, this.opts.log).catch((err: unknown) =>
         this.opts.log.warn({ err, server: uuid }, 'cannot finish an interrupted reboot'),
       );
@@ -163,6 +198,8 @@ export class Fleet implements FleetView {
         const ip = await this.opts.agentIpFor?.(cn.uuid);
         if (this.opts.hostedBy) cn.hostedBy = this.opts.hostedBy;
         cn.agentAddress = await this.opts.cnAgent.attach(cn, ip ? { ip } : {});
+        // A CN that comes in off does not listen until it has booted.
+        if (cn.power === 'down') await this.opts.cnAgent.setPower?.(cn.uuid, 'down');
       } catch (err) {
         await this.closeVms(cn.uuid);
         throw err;
@@ -170,18 +207,23 @@ export class Fleet implements FleetView {
       cn.hooks = this.hooks;
       this.cns.set(cn.uuid, cn);
       this.opts.reporter.attach(cn);
-      for (const plugin of this.opts.plugins) {
-        try {
-          plugin.attach(cn);
-        } catch (err) {
-          this.opts.countError(`${plugin.name}.attach`);
-          this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to attach');
-        }
-      }
+      if (cn.power === 'down') this.agentsAtBoot.add(cn.uuid);
+      else this.attachPlugins(cn);
     } finally {
       this.busy.delete(cn.uuid);
     }
     this.opts.onChange();
+  }
+
+  private attachPlugins(cn: MockCnImpl): void {
+    for (const plugin of this.opts.plugins) {
+      try {
+        plugin.attach(cn);
+      } catch (err) {
+        this.opts.countError(`${plugin.name}.attach`);
+        this.opts.log.error({ err, server: cn.uuid, plugin: plugin.name }, 'agent plug-in failed to attach');
+      }
+    }
   }
 
   /** Stop serving a CN (its files stay; see ServerFactory.remove for deleting them). */
@@ -191,7 +233,8 @@ export class Fleet implements FleetView {
     this.busy.add(uuid);
     try {
       this.cns.delete(uuid);
-      for (const plugin of this.opts.plugins) {
+      const agentsRan = !this.agentsAtBoot.delete(uuid);
+      for (const plugin of agentsRan ? this.opts.plugins : []) {
         try {
           plugin.detach(uuid);
         } catch (err) {
@@ -199,6 +242,7 @@ export class Fleet implements FleetView {
         }
       }
       this.opts.reporter.detach(uuid);
+      this.opts.boot?.forget(uuid);
       await this.opts.cnAgent.detach(uuid);
       await this.closeVms(uuid);
       cn.registered = false;

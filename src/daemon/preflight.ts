@@ -14,7 +14,8 @@ import path from 'node:path';
 import { MockcloudError } from '../common/errors.js';
 import { probeListen } from '../common/port-probe.js';
 import { describeSystemError } from '../common/system-errors.js';
-import { DEFAULT_CMON_PORT, SETTINGS, type DaemonConfig } from './config.js';
+import { DEFAULT_CMON_PORT, type DaemonConfig } from './config.js';
+import { SETTINGS } from './settings.js';
 import { isProcessAlive, readDaemonJson } from './daemon-json.js';
 
 export interface PreflightOptions {

@@ -22,7 +22,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Sysinfo } from '../common/sysinfo.js';
-import { creatingDir, deletingDir, pathsUnder, SYSINFO_FILE } from '../mockcn/layout.js';
+import { creatingDir, deletingDir, pathsUnder, serverPaths, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
@@ -49,6 +49,7 @@ import { mapLimit } from './concurrency.js';
 import type { Fleet } from './fleet.js';
 import type { AgentRecord, MockCn } from '../mockcn/types.js';
 import { readAgents } from '../mockcn/agents-dir.js';
+import { markOff } from '../mockcn/power-cycle.js';
 
 export const MAX_CREATE_COUNT = 10_000;
 export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
@@ -115,6 +116,11 @@ export interface ServerFactoryOptions {
   registerTimeoutMs?: number;
   /** The daemon is stopping: clean-up retries stop waiting. */
   stopped?: () => boolean;
+  /**
+   * New CNs boot from booter (src/boot): no admin NIC is asked of NAPI here, booter makes it at
+   * the CN's first boot, which this runs (resolving when it came up, or gave up waiting).
+   */
+  firstBoot?: (cn: MockCn) => Promise<void>;
 }
 
 const MAC_ATTEMPTS = 5;
@@ -250,15 +256,17 @@ export class ServerFactory {
     const { config, fleet, log } = this.o;
     const { profile, streams } = plan;
     const placement = mergePlacement(profile.placement, req.placement);
+    // A headnode boots from its own disk: its admin NIC comes from NAPI directly, never by PXE.
+    const viaBooter = this.o.firstBoot !== undefined && !req.headnode && profile.headnode !== true;
     let uuid = '';
     for (let attempt = 1; ; attempt++) {
       const { admin: adminMac, extra: extraMac } = await this.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
       uuid = req.uuid ?? serverUuidFor(adminMac, streams.uuid);
       if (req.uuid && fleet.get(uuid)) throw new MockcloudError('Conflict', `server ${uuid} already exists`);
       await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
-      let adminIp: string;
+      let adminIp = '';
       try {
-        adminIp = await this.allocateAdminNic(adminMac);
+        if (!viaBooter) adminIp = await this.allocateAdminNic(adminMac);
       } catch (err) {
         if (err instanceof AdminNicRefused) {
           // NAPI answered no: it made no NIC, there is nothing of ours to release.
@@ -289,6 +297,8 @@ export class ServerFactory {
           profile: profile.name,
           ...(hasPlacement(placement) ? { placement } : {}),
         });
+        // Off until its first boot: a daemon stopped before it boots boots it at its next start.
+        if (viaBooter) await markOff({ paths: serverPaths(config.dataDir, uuid) }, 'create');
       } catch (err) {
         await this.undoCreation(uuid, adminMac);
         throw err;
@@ -297,10 +307,11 @@ export class ServerFactory {
     }
     // From here the server exists on disk; a start failure is reported but the dir stays
     // (the next daemon start loads it).
-    const cn = await fleet.load(uuid, { fresh: true }).catch((err: unknown) => {
+    const cn = await fleet.load(uuid, { fresh: true, off: viaBooter }).catch((err: unknown) => {
       const e = toMockcloudError(err);
       throw new MockcloudError('InternalError', `server ${uuid} was created but could not start: ${e.message}`, { cause: err });
     });
+    if (viaBooter) await this.o.firstBoot!(cn);
     if (hasPlacement(placement) && this.cnapi) await this.applyPlacement(cn, placement);
     log.info({ server: uuid, serverHostname: cn.hostname, profile: profile.name }, 'created server');
     const created: CreatedServer = {

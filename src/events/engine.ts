@@ -15,7 +15,7 @@ import type { ScheduledJob } from '../runtime/scheduler.js';
 import type { MockCn } from '../mockcn/types.js';
 import { Conditions } from './conditions.js';
 import { EventLog } from './event-log.js';
-import { offline, flap, partition, reboot, slowHeartbeat } from './kinds/cn.js';
+import { offline, flap, partition, powerLoss, reboot, slowHeartbeat } from './kinds/cn.js';
 import type { Applied, EventContext, EventKind, EventsHost } from './kinds/context.js';
 import { outboundFault, taskFault } from './kinds/faults.js';
 import { memoryPressure, zpoolFill } from './kinds/resources.js';
@@ -43,6 +43,7 @@ const KINDS: { [T in EventType]: EventKind<T> } = {
   offline,
   partition,
   reboot,
+  'power-loss': powerLoss,
   flap,
   'slow-heartbeat': slowHeartbeat,
   'vm-crash': vmCrash,

@@ -33,8 +33,11 @@ export class PowerHolds {
     return true;
   }
 
-  /** Drop one hold; the last brings the CN up (if it is still hosted). */
-  async give(cn: MockCn, stillHosted: boolean): Promise<void> {
+  /**
+   * Drop one hold; the last brings the CN up (if it is still hosted): it boots, through its
+   * firmware where it has one (booter: in the background, it may take a while), else at once.
+   */
+  async give(cn: MockCn, stillHosted: boolean, why: { cause: 'offline' | 'flap'; eventId: string }): Promise<void> {
     const n = this.holds.get(cn.uuid);
     if (n === undefined) return;
     if (n > 1) {
@@ -43,7 +46,11 @@ export class PowerHolds {
     }
     this.holds.delete(cn.uuid);
     try {
-      if (stillHosted && cn.power === 'down') await cn.setPower('up');
+      if (stillHosted && cn.power === 'down') {
+        const boot = cn.powerOn?.(why.cause, { eventId: why.eventId });
+        if (boot) void boot.catch((err: unknown) => this.log.warn({ err, server: cn.uuid }, 'booting a server back online failed'));
+        else await cn.setPower('up');
+      }
     } catch (err) {
       this.log.warn({ err, server: cn.uuid }, 'bringing a server back online failed');
     } finally {

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   'offline',
   'partition',
   'reboot',
+  'power-loss',
   'flap',
   'slow-heartbeat',
   'vm-crash',
@@ -54,6 +55,14 @@ export interface RebootParams {
   /** How long the CN stays down; the daemon's --boot-seconds by default. */
   bootMs?: number;
 }
+export interface PowerLossParams {
+  /** How long the power stays off before it is restored (0: at once). */
+  offMs?: number;
+  /** Power comes back to each CN at a random moment within this, after offMs (0: all at once). */
+  spreadMs?: number;
+  /** How long each CN's kernel takes to boot; the daemon's --boot-seconds by default. */
+  bootMs?: number;
+}
 export interface ZpoolFillParams {
   /** The fill to reach, 0-100 (% of the pool allocated). */
   percent: number;
@@ -83,6 +92,7 @@ export interface ParamsByType {
   offline: Record<string, never>;
   partition: Record<string, never>;
   reboot: RebootParams;
+  'power-loss': PowerLossParams;
   flap: FlapParams;
   'slow-heartbeat': SlowHeartbeatParams;
   'vm-crash': VmCrashParams;

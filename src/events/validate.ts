@@ -153,6 +153,14 @@ const VALIDATORS: { [T in EventType]: (p: Obj, where: string) => ParamsByType[T]
     onlyKeys(p, where, ['bootMs']);
     return p.bootMs === undefined ? {} : { bootMs: ms(p.bootMs, 'params.bootMs') };
   },
+  'power-loss': (p, where) => {
+    onlyKeys(p, where, ['offMs', 'spreadMs', 'bootMs']);
+    const out: ParamsByType['power-loss'] = {};
+    if (p.offMs !== undefined) out.offMs = ms(p.offMs, 'params.offMs');
+    if (p.spreadMs !== undefined) out.spreadMs = ms(p.spreadMs, 'params.spreadMs');
+    if (p.bootMs !== undefined) out.bootMs = ms(p.bootMs, 'params.bootMs');
+    return out;
+  },
   flap: (p, where) => {
     onlyKeys(p, where, ['periodMs', 'downMs']);
     const periodMs = ms(p.periodMs, 'params.periodMs', 100);

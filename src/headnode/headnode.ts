@@ -1,7 +1,7 @@
 /**
- * The embedded dev headnode: NAPI, IMGAPI, SAPI, PAPI, CNAPI and VMAPI subsets on loopback
- * ports, sharing one persistence store under `<data-dir>/headnode/`. Services start in
- * dependency order (NAPI, IMGAPI, SAPI and PAPI first, since CNAPI and VMAPI call them) and
+ * The embedded dev headnode: NAPI, IMGAPI, SAPI, PAPI, FWAPI, CNAPI and VMAPI subsets on
+ * loopback ports, sharing one persistence store under `<data-dir>/headnode/`. Services start in
+ * dependency order (NAPI, IMGAPI, SAPI, PAPI and FWAPI first, since CNAPI and VMAPI call them) and
  * stop in reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
  * (and the file is removed again by a clean stop), so a reader of that file can rely on every
  * address answering.
@@ -10,7 +10,11 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import type { Logger } from '../common/log.js';
+import { JsonHttpClient } from '../common/http-client.js';
+import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
+import { DevBooter } from './booter/service.js';
 import { CnapiService } from './cnapi/index.js';
+import { FwapiService } from './fwapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
 import { NapiService } from './napi/index.js';
 import { PapiService } from './papi/index.js';
@@ -25,6 +29,11 @@ export interface HeadnodePorts {
   imgapi?: number;
   sapi?: number;
   papi?: number;
+  fwapi?: number;
+  /** FWAPI's update stream (FWAPI's own: 2020); 0 or absent: any free port. */
+  fwapiFast?: number;
+  /** The booter's DHCP (UDP) port. */
+  booter?: number;
 }
 
 export interface HeadnodeUrls {
@@ -34,6 +43,9 @@ export interface HeadnodeUrls {
   imgapi: string;
   sapi: string;
   papi: string;
+  fwapi: string;
+  /** FWAPI's update stream, `tcp://host:port`. */
+  fwapiFast: string;
 }
 
 export interface HeadnodeOptions {
@@ -51,8 +63,18 @@ export interface HeadnodeOptions {
   adminUuid?: string;
   /** The headnode's platform (CNAPI's `default` server record boots it). */
   platform?: string;
+  /** FWAPI's `pollInterval` (3 s): tests shorten it. */
+  fwapiPollMs?: number;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** Run the booter subset (DHCP and boot files, src/headnode/booter); on unless false. */
+  booter?: boolean;
+}
+
+/** Where the dev booter answers: DHCP on UDP, the boot files over HTTP. */
+export interface BooterAddresses {
+  dhcp: { ip: string; port: number };
+  http: string;
 }
 
 /** What every headnode service offers the composition. */
@@ -71,8 +93,12 @@ export class Headnode {
   readonly imgapi: ImgapiService;
   readonly sapi: SapiService;
   readonly papi: PapiService;
+  readonly fwapi: FwapiService;
+  /** FWAPI's calls to VMAPI. */
+  private readonly http = new JsonHttpClient({ userAgent: 'fwapi/1.1.4' });
   private cnapiService: CnapiService | undefined;
   private vmapiService: VmapiService | undefined;
+  private booterService: DevBooter | undefined;
   private readonly opts: HeadnodeOptions;
   private readonly log: Logger;
   /** Started services, in start order, for stop() and for unwinding a failed start. */
@@ -94,6 +120,14 @@ export class Headnode {
       ...(opts.dnsDomain ? { dnsDomain: opts.dnsDomain } : {}),
     });
     this.papi = new PapiService({ log: opts.log, store: this.store, ...admin });
+    this.fwapi = new FwapiService({
+      log: opts.log,
+      store: this.store,
+      http: this.http,
+      serverId: `fwapi.${opts.datacenter ?? 'coal'}.${opts.dnsDomain ?? 'local'}`,
+      ...(opts.fwapiPollMs !== undefined ? { pollIntervalMs: opts.fwapiPollMs } : {}),
+      ...(opts.ports?.fwapiFast ? { fastPort: opts.ports.fwapiFast } : {}),
+    });
   }
 
   get urls(): HeadnodeUrls {
@@ -111,6 +145,17 @@ export class Headnode {
     return this.vmapiService;
   }
 
+  /** The booter subset, when it runs. */
+  get booter(): DevBooter | undefined {
+    return this.booterService;
+  }
+
+  /** Where the booter answers; undefined when it does not run. */
+  get booterAddresses(): BooterAddresses | undefined {
+    const b = this.booterService;
+    return b ? { dhcp: b.dhcpAddress, http: b.httpUrl } : undefined;
+  }
+
   /** The file the addresses are written to. */
   get headnodeJsonPath(): string {
     return path.join(this.opts.dataDir, HEADNODE_JSON);
@@ -124,6 +169,7 @@ export class Headnode {
       await this.startOne(this.imgapi, host, ports.imgapi);
       await this.startOne(this.sapi, host, ports.sapi);
       await this.startOne(this.papi, host, ports.papi);
+      await this.startOne(this.fwapi, host, ports.fwapi);
 
       const cnapi = new CnapiService({
         log: this.opts.log,
@@ -144,10 +190,23 @@ export class Headnode {
         napiUrl: this.napi.url,
         imgapiUrl: this.imgapi.url,
         papiUrl: this.papi.url,
+        fwapiUrl: this.fwapi.url,
       });
       this.vmapiService = vmapi;
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
+      this.fwapi.setVmapi(vmapi.url);
+
+      if (this.opts.booter !== false) {
+        const booter = new DevBooter({
+          log: this.opts.log,
+          napiUrl: this.napi.url,
+          cnapiUrl: cnapi.url,
+          adminUuid: this.opts.adminUuid ?? DEFAULT_ADMIN_UUID,
+        });
+        this.booterService = booter;
+        await this.startOne(booter, host, ports.booter);
+      }
 
       this._urls = {
         cnapi: cnapi.url,
@@ -156,9 +215,12 @@ export class Headnode {
         imgapi: this.imgapi.url,
         sapi: this.sapi.url,
         papi: this.papi.url,
+        fwapi: this.fwapi.url,
+        fwapiFast: this.fwapi.fastAddress,
       };
       await fsp.mkdir(this.opts.dataDir, { recursive: true });
-      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify(this._urls, null, 2)}\n`);
+      const booter = this.booterAddresses;
+      await writeFileDurable(this.headnodeJsonPath, `${JSON.stringify({ ...this._urls, ...(booter ? { booter } : {}) }, null, 2)}\n`);
       this.log.info({ urls: this._urls }, 'dev headnode listening');
       return this._urls;
     } catch (err) {
@@ -183,7 +245,9 @@ export class Headnode {
     }
     this.cnapiService = undefined;
     this.vmapiService = undefined;
+    this.booterService = undefined;
     this._urls = undefined;
+    this.http.close();
     if (firstError) throw firstError;
   }
 

@@ -18,6 +18,7 @@ import { MockcloudError } from '../common/errors.js';
 import type { HttpRequest } from '../common/http-client.js';
 import { SERVER_STATES, serverState, type ServerState } from '../events/index.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
+import { registerAgentFileMetrics } from './agent-files.js';
 import { ProcessMetrics } from './process.js';
 import type { MetricSources, TaskView } from './sources.js';
 
@@ -25,7 +26,7 @@ import type { MetricSources, TaskView } from './sources.js';
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
 
-const APIS = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi'] as const;
+const APIS = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const;
 
 /** What one scrape reads of the fleet and the plug-ins: walked once, whichever metric asks first. */
 interface FleetSnapshot {
@@ -164,6 +165,8 @@ export class DaemonMetrics {
         }
       },
     });
+
+    registerAgentFileMetrics(registers, () => snap().pluginStats);
 
     // ---- cn-agent tasks
     this.tasksCompleted = new Counter({

@@ -18,7 +18,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { repeatableUuidFromHex } from '../common/uuid.js';
-import { cidrContains, formatIpv4, parseCidr, parseIpv4, type Cidr } from '../headnode/napi/addr.js';
+import { cidrContains, formatIpv4, parseCidr, parseIpv4, type Cidr } from '../common/ipv4.js';
 import type { Obj } from './format.js';
 
 export const REDACTED = 'redacted';

@@ -8,7 +8,7 @@ import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { DAEMON_SYSINFO_KEY, readSysinfoFile } from './sysinfo-file.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
-import type { AgentAddress, AgentRecord, AgentsPostLog, CnConditions, CnPower, MockCn, PowerChange, ServerPaths } from './types.js';
+import type { AgentAddress, AgentRecord, AgentsPostLog, BootCause, CnConditions, CnPower, MockCn, PowerChange, PowerOnOptions, ServerPaths } from './types.js';
 
 /** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
 export interface MockCnHooks {
@@ -17,6 +17,8 @@ export interface MockCnHooks {
   postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void>;
   /** The CN went down or came up (`cn.power` is already the new state). */
   powerChanged?(cn: MockCn, change: PowerChange): Promise<void>;
+  /** Boot the CN from off (MockCn.powerOn); absent: no firmware. */
+  powerOn?(cn: MockCn, cause: BootCause, opts?: PowerOnOptions): Promise<void>;
 }
 
 /** Hooks that do nothing: for a CN that is not (yet) attached to the daemon's services. */
@@ -119,6 +121,10 @@ export class MockCnImpl implements MockCn {
     this.power = power;
     if (power === 'down') this.registered = false;
     await this.hooks.powerChanged?.(this, change);
+  }
+
+  powerOn(cause: BootCause, opts?: PowerOnOptions): Promise<void> | undefined {
+    return this.hooks.powerOn?.(this, cause, opts);
   }
 
   /** The version of an installed agent, e.g. for a User-Agent header. */

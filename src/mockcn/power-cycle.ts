@@ -14,13 +14,16 @@
  * the server dir spans shutdown and boot, so a daemon stopped (or killed) meanwhile finishes
  * the boot when it loads the CN again (`finishInterruptedReboot`): an acknowledged reboot
  * always ends with the CN booted.
+ *
+ * Where the CN has firmware (`MockCn.powerOn`: DHCP to booter, boot params, the kernel;
+ * src/boot), the boot after the shutdown is its; it ends with `cameUp` here.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
 import type { Vm } from '../vmadm/types.js';
 import { readSysinfoFile, RUNTIME_SYSINFO_KEYS } from './sysinfo-file.js';
-import type { MockCn } from './types.js';
+import type { BootedOs, MockCn } from './types.js';
 
 export interface PowerCycleLog {
   info(...args: unknown[]): void;
@@ -33,6 +36,8 @@ export interface RebootOptions {
   /** Resolves `ms` from now (the daemon's shared scheduler). */
   wait(ms: number): Promise<void>;
   log: PowerCycleLog;
+  /** The event that caused it, if one did (the boot report groups boots by it). */
+  eventId?: string;
 }
 
 /** `<server dir>/rebooting.json`: present from the shutdown until the boot is done. */
@@ -60,6 +65,11 @@ async function reboot(cn: MockCn, opts: RebootOptions): Promise<void> {
   await writeFileDurable(markerOf(cn), `${JSON.stringify({ since: new Date().toISOString() })}\n`);
   await haltRunningVms(cn, opts.log);
   await cn.setPower('down', { graceful: true });
+  const firmware = cn.powerOn?.('reboot', { kernelMs: opts.bootMs, ...(opts.eventId ? { eventId: opts.eventId } : {}) });
+  if (firmware) {
+    await firmware;
+    return;
+  }
   try {
     await opts.wait(opts.bootMs);
     await boot(cn, opts.log);
@@ -89,8 +99,43 @@ export async function finishInterruptedReboot(cn: MockCn, log: PowerCycleLog): P
   return true;
 }
 
-function markerOf(cn: MockCn): string {
+function markerOf(cn: Pick<MockCn, 'paths'>): string {
   return path.join(cn.paths.dir, REBOOT_MARKER_FILE);
+}
+
+/** The CN is off or booting: the marker that makes the next daemon start boot it. */
+export async function markOff(cn: Pick<MockCn, 'paths'>, cause: string): Promise<void> {
+  await writeFileDurable(markerOf(cn), `${JSON.stringify({ since: new Date().toISOString(), cause })}\n`);
+}
+
+/** Whether the CN was off or booting when its daemon stopped (the marker is there). */
+export async function isMarkedOff(cn: Pick<MockCn, 'paths'>): Promise<boolean> {
+  try {
+    await fsp.access(markerOf(cn));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The OS came up from a boot: a new "Boot Time" (and what the boot gave it: platform, kernel
+ * args, admin address), the CN up (it registers anew), its autoboot VMs started, the marker
+ * gone.
+ */
+export async function cameUp(cn: MockCn, log: PowerCycleLog, booted?: BootedOs): Promise<void> {
+  await boot(cn, log, booted);
+  await cn.setPower('up');
+  await startAutobootVms(cn, log);
+  await fsp.rm(markerOf(cn), { force: true });
+}
+
+/** A power loss: everything stops at once, the zones with it (no shutdown, no last status report). */
+export async function losePower(cn: MockCn, log: PowerCycleLog): Promise<void> {
+  await markOff(cn, 'power-loss');
+  await cn.setPower('down', { graceful: false });
+  const running = cn.vms.list({ include_dni: true }).filter((vm) => vm.state === 'running');
+  await Promise.all(running.map((vm) => cn.vms.halt(vm.uuid).catch((err: unknown) => failed(log, cn, vm, 'stop', err))));
 }
 
 /** The zones go down with the host; each VM on its own, as the zones service halts them. */
@@ -110,18 +155,48 @@ function failed(log: PowerCycleLog, cn: MockCn, vm: Vm, what: string, err: unkno
 
 /**
  * The kernel came up: sysinfo's "Boot Time" (epoch seconds, a string as sysinfo prints it)
- * becomes now, never earlier than or equal to the previous one, so every reboot shows.
+ * becomes now, never earlier than or equal to the previous one, so every reboot shows; and
+ * what the boot gave the OS (applyBootedOs).
  */
-async function boot(cn: MockCn, log: PowerCycleLog): Promise<void> {
+async function boot(cn: MockCn, log: PowerCycleLog, booted?: BootedOs): Promise<void> {
   const sysinfo: Record<string, unknown> = { ...(await readSysinfoFile(cn.paths.sysinfo, cn.uuid)) };
   const previous = Number.parseInt(String(sysinfo['Boot Time'] ?? ''), 10);
   const now = Math.floor(Date.now() / 1000);
   sysinfo['Boot Time'] = String(Number.isFinite(previous) && previous >= now ? previous + 1 : now);
+  if (booted) applyBootedOs(sysinfo, booted);
   for (const key of RUNTIME_SYSINFO_KEYS) delete sysinfo[key];
   await writeFileDurable(cn.paths.sysinfo, `${JSON.stringify(sysinfo, null, 2)}\n`);
   try {
     await cn.reloadSysinfo();
   } catch (err) {
     log.warn({ err, server: cn.uuid }, 'new boot time written but not reloaded');
+  }
+}
+
+/**
+ * What a PXE boot decides of the OS, in sysinfo as SmartOS prints it after such a boot: "Live
+ * Image" is the platform booted, "Boot Parameters" the kernel's `-B` args, the admin NIC's
+ * address the lease's, its NIC tags the `<tag>_nic=<its MAC>` args (booter's), and the
+ * hostname the `hostname` arg when CNAPI gives one.
+ */
+export function applyBootedOs(sysinfo: Record<string, unknown>, booted: BootedOs): void {
+  sysinfo['Live Image'] = booted.platform;
+  const previous = (sysinfo['Boot Parameters'] ?? {}) as Record<string, unknown>;
+  const params: Record<string, string> = {};
+  for (const k of ['boot_args', 'bootargs']) if (typeof previous[k] === 'string') params[k] = previous[k];
+  sysinfo['Boot Parameters'] = { ...booted.kernelArgs, ...params };
+  const hostname = booted.kernelArgs.hostname;
+  if (hostname && /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(hostname)) sysinfo.Hostname = hostname;
+  const nics = (sysinfo['Network Interfaces'] ?? {}) as Record<string, { 'MAC Address'?: unknown; 'NIC Names'?: unknown; ip4addr?: unknown }>;
+  const admin = Object.values(nics).find((n) => typeof n['MAC Address'] === 'string' && n['MAC Address'].toLowerCase() === booted.mac);
+  if (!admin) return;
+  admin.ip4addr = booted.ip;
+  sysinfo['Admin IP'] = booted.ip;
+  const tags = Object.entries(booted.kernelArgs)
+    .filter(([k, v]) => k.endsWith('_nic') && v.toLowerCase() === booted.mac)
+    .map(([k]) => k.slice(0, -'_nic'.length));
+  if (tags.length > 0) {
+    admin['NIC Names'] = tags;
+    sysinfo['Admin NIC Tag'] = tags.includes('admin') ? 'admin' : tags[0];
   }
 }

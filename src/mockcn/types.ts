@@ -41,6 +41,25 @@ export interface AgentRecord {
  */
 export type CnPower = 'up' | 'down';
 
+/** Why a CN boots: made, rebooted (server_reboot, the reboot event), power restored, or found off at start. */
+export type BootCause = 'create' | 'reboot' | 'power-loss' | 'offline' | 'flap' | 'daemon-start';
+
+/** What a PXE boot gave the OS (src/boot): the platform, the kernel args, the admin NIC's lease. */
+export interface BootedOs {
+  platform: string;
+  kernelArgs: Record<string, string>;
+  /** The admin NIC's MAC (lower-case, colons) and the address its lease gave it. */
+  mac: string;
+  ip: string;
+}
+
+export interface PowerOnOptions {
+  /** The event that caused the boot (the boot report groups a storm by it). */
+  eventId?: string;
+  /** How long the kernel takes this time (a reboot event's own boot time); the daemon's otherwise. */
+  kernelMs?: number;
+}
+
 export interface PowerChange {
   /**
    * A shutdown (true: the last status report goes out first, as a CN's agents stop in order)
@@ -112,4 +131,10 @@ export interface MockCn {
    * Setting the state it already has does nothing.
    */
   setPower(power: CnPower, change?: PowerChange): Promise<void>;
+  /**
+   * Boot the CN, which is off, as its firmware does (src/boot: DHCP to booter, its boot file,
+   * the kernel), resolving once the OS came up (`cameUp` in power-cycle.ts). Undefined (the
+   * caller brings the CN up itself) where the daemon gives CNs no firmware.
+   */
+  powerOn?(cause: BootCause, opts?: PowerOnOptions): Promise<void> | undefined;
 }

@@ -22,10 +22,14 @@ export interface ServiceUrls {
   vmapi?: string;
   napi?: string;
   imgapi?: string;
-  /** SAPI: where each CN's agent instances are adopted (RFD 82). */
+  /** SAPI: where each CN's agent instances are adopted (RFD 82) and config-agent polls. */
   sapi?: string;
   /** PAPI: the embedded dev headnode's; no agent uses it (`mirror load` puts packages there). */
   papi?: string;
+  /** FWAPI: firewaller's rules (`POST /resolve`) and, on `fwapiFast`, its update stream. */
+  fwapi?: string;
+  /** FWAPI's update stream (node-fast), `tcp://host:port`; default: FWAPI's host, port 2020. */
+  fwapiFast?: string;
 }
 
 /** What a plug-in may read of the fleet: the CNs currently hosted by the daemon. */
@@ -59,8 +63,18 @@ export interface CnAgentPlugin {
   attach(cn: MockCn): void;
   /** Stop serving this CN and drop its per-CN state. Unknown uuids are ignored. */
   detach(uuid: string): void;
+  /**
+   * Optional: the CN went down or came up (a reboot); its agents stopped, or start again as
+   * they do at a CN's boot. Must not throw.
+   */
+  powerChanged?(cn: MockCn): void;
   /** Optional counters merged into the control API's status output under `agents.<name>`. */
   stats?(): Record<string, number>;
+  /**
+   * Optional fields of one CN for its row in `GET /servers` (list-servers, the fleet page):
+   * small and cheap, read for every CN of a listing.
+   */
+  describe?(uuid: string): Record<string, unknown> | undefined;
 }
 
 /** A plug-in is built from the context once the daemon's shared resources exist. */

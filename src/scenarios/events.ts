@@ -34,6 +34,7 @@ export const EVENT_SPECS: Record<EventType, TypeSpec> = {
   offline: { duration: true, params: [] },
   partition: { duration: true, params: [] },
   reboot: { duration: false, params: [p('boot', 'duration')] },
+  'power-loss': { duration: false, params: [p('off', 'duration'), p('spread', 'duration'), p('boot', 'duration')] },
   flap: { duration: true, params: [p('period', 'duration'), p('down', 'duration')], required: ['period'] },
   'slow-heartbeat': { duration: true, params: [p('late', 'duration')], required: ['late'] },
   'vm-crash': {

@@ -20,7 +20,8 @@ export async function serverDetail(source: FleetSource, uuid: string): Promise<R
   const now = Date.now();
   const active = source.activeEvents().filter((ev) => ev.servers.includes(cn.uuid));
   const lastHb = source.lastHeartbeatAt(cn.uuid);
-  const state = cellState(cn, source.faultState(cn.uuid), lastHb, now, lateAfterMs(source.heartbeatIntervalMs), source.heartbeats);
+  const booting = cn.power === 'down' && source.booting?.(cn.uuid) === true;
+  const state = cellState(cn, source.faultState(cn.uuid), lastHb, now, lateAfterMs(source.heartbeatIntervalMs), source.heartbeats, booting);
   return {
     uuid: cn.uuid,
     hostname: cn.hostname,
@@ -33,6 +34,8 @@ export async function serverDetail(source: FleetSource, uuid: string): Promise<R
     adminIp: adminNicOf(cn.sysinfo).ip ?? null,
     agentAddress: cn.agentAddress ?? null,
     conditions: cn.conditions ?? null,
+    agents: source.agentFacts?.(cn.uuid) ?? {},
+    boot: source.boot?.(cn.uuid) ?? null,
     vms: cn.vms.list({ include_dni: true }).map((vm) => ({
       uuid: vm.uuid,
       alias: (vm as { alias?: string }).alias ?? null,

@@ -170,7 +170,7 @@ export class FleetFeed {
       if (!isComputeNode(cn)) continue;
       cns++;
       const lastHb = src.lastHeartbeatAt(cn.uuid);
-      const state = cellState(cn, src.faultState(cn.uuid), lastHb, now, lateMs, src.heartbeats);
+      const state = cellState(cn, src.faultState(cn.uuid), lastHb, now, lateMs, src.heartbeats, cn.power === 'down' && src.booting?.(cn.uuid) === true);
       const vms = cn.vms.size;
       counts[state]!++;
       vmTotal += vms;

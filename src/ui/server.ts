@@ -6,6 +6,7 @@
  *   GET    /feed                   websocket: the live feed (feed.ts): a snapshot, then a delta per second
  *   GET    /api/servers/:uuid      one CN's detail (detail.ts)
  *   GET    /api/events             the active events (as the control API's GET /events)
+ *   GET    /api/boots              the latest boot storm's summary (docs/boot.md)
  *   POST   /api/events             start one: the control API's own POST /events handler, same validation
  *   DELETE /api/events/:id         end one
  *
@@ -144,6 +145,9 @@ export class UiServer {
       if (segs[0] === 'events' && segs.length === 1) {
         if (method === 'GET') return sendJson(res, 200, { active: this.opts.source.activeEvents() });
         if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(await readJsonBody(req, MAX_BODY_BYTES)));
+      }
+      if (segs[0] === 'boots' && segs.length === 1 && method === 'GET') {
+        return sendJson(res, 200, { summary: this.opts.source.bootSummary?.() ?? null });
       }
       if (segs[0] === 'events' && segs.length === 2 && method === 'DELETE') {
         return sendJson(res, 200, await this.opts.source.endEvent(segs[1]!));

@@ -4,6 +4,7 @@
  * daemon's objects, and the daemon stays the only owner of the fleet.
  */
 import type { HistoryEntry } from '../agents/cn-agent/history.js';
+import type { BootSummary, BootView } from '../boot/records.js';
 import { serverState, type FaultState } from '../events/server-state.js';
 import type { EventView } from '../events/types.js';
 import type { MockCn } from '../mockcn/types.js';
@@ -43,13 +44,24 @@ export interface FleetSource {
   readonly eventLogPath: string;
   taskHistory(uuid: string): readonly HistoryEntry[] | undefined;
   counters(): FleetCounters;
+  /**
+   * What the CN's agent plug-ins say of it (config-agent: `configAgeSeconds`, `configStale`;
+   * firewaller: `fwRules`, `fwRvms`); absent: nothing.
+   */
+  agentFacts?(uuid: string): Record<string, unknown>;
+  /** The CN's last boot (src/boot), if it booted in this run. */
+  boot?(uuid: string): BootView | undefined;
+  /** Whether the CN is booting now (off, its boot under way: DHCP, boot file, kernel). */
+  booting?(uuid: string): boolean;
+  /** The latest storm's summary: the boots of the last event that booted CNs, else every boot. */
+  bootSummary?(): (BootSummary & { eventId: string | null }) | undefined;
   /** The control API's own POST /events and DELETE /events/:id handlers (same validation). */
   startEvent(body: unknown): Promise<unknown>;
   endEvent(id: string): Promise<unknown>;
 }
 
 /** A cell's state, by index in the feed's `states` legend. */
-export const CELL_STATES = ['running', 'late', 'offline', 'partitioned', 'rebooting', 'starting'] as const;
+export const CELL_STATES = ['running', 'late', 'offline', 'partitioned', 'rebooting', 'starting', 'booting'] as const;
 export type CellState = (typeof CELL_STATES)[number];
 export const RUNNING = 0;
 export const LATE = 1;
@@ -57,6 +69,7 @@ export const OFFLINE = 2;
 export const PARTITIONED = 3;
 export const REBOOTING = 4;
 export const STARTING = 5;
+export const BOOTING = 6;
 
 /** Heartbeats older than this are late: two intervals and a second (CNAPI's 11 s at 5 s). */
 export function lateAfterMs(heartbeatIntervalMs: number): number {
@@ -65,11 +78,21 @@ export function lateAfterMs(heartbeatIntervalMs: number): number {
 
 /**
  * A CN's state for its cell: what events make of it, as the metrics count it (serverState:
- * offline, rebooting, partitioned), else starting until registered and heartbeating, late when
- * its last heartbeat is older than `lateMs`, else running.
+ * offline, rebooting, partitioned; down with its boot under way is booting), else starting
+ * until registered and heartbeating, late when its last heartbeat is older than `lateMs`, else
+ * running.
  */
-export function cellState(cn: MockCn, fault: FaultState, lastHeartbeat: number | undefined, now: number, lateMs: number, heartbeats: boolean): number {
+export function cellState(
+  cn: MockCn,
+  fault: FaultState,
+  lastHeartbeat: number | undefined,
+  now: number,
+  lateMs: number,
+  heartbeats: boolean,
+  booting = false,
+): number {
   const s = serverState(cn.power, fault);
+  if (s === 'rebooting' && booting) return BOOTING;
   if (s !== 'running') return s === 'offline' ? OFFLINE : s === 'rebooting' ? REBOOTING : PARTITIONED;
   if (!cn.registered) return STARTING;
   if (!heartbeats) return RUNNING;

@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { isRfc1918, leadingOnes, parseIpv4 } from '../common/ipv4.js';
 import type { VmNic } from './types.js';
 import { invalidValue, invalidProperty } from './errors.js';
 import { BRAND_FEATURES, NIC_FLAGS, NIC_PROPERTIES } from './properties.js';
@@ -35,18 +36,13 @@ export function vrrpMac(vrid: number): string {
   return `00:00:5e:00:01:${vrid.toString(16).padStart(2, '0')}`;
 }
 
+/** The prefix length vmadm writes into `ips` for a netmask: its leading one bits. */
 function netmaskBits(netmask: string): number | undefined {
-  if (!net.isIPv4(netmask)) return undefined;
-  const n = netmask.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
-  let bits = 0;
-  for (let mask = 0x80000000; mask >= 1 && (n & mask) !== 0; mask = mask / 2) bits++;
-  return bits;
+  return net.isIPv4(netmask) ? leadingOnes(parseIpv4(netmask)!) : undefined;
 }
 
 export function isPrivateIPv4(ip: unknown): boolean {
-  if (typeof ip !== 'string' || !net.isIPv4(ip)) return false;
-  const [a, b] = ip.split('.').map(Number) as [number, number];
-  return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
+  return typeof ip === 'string' && net.isIPv4(ip) && isRfc1918({ start: parseIpv4(ip)!, bits: 32 });
 }
 
 /** The addresses of a NIC without prefix lengths (from `ips`, else `ip`). */

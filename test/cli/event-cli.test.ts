@@ -7,7 +7,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBuiltDaemon, type BuiltDaemon } from './helpers/built-daemon.js';
+import { startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
 import { runCli } from './helpers/run-cli.js';
 
 describe('mockcloud event / events', () => {
@@ -83,5 +83,29 @@ describe('mockcloud event / events', () => {
     const ended = await runCli(['event', 'end', '--all', ...dd()]);
     expect(ended.stdout.trim()).toBe('ended 2 event(s)');
     expect(JSON.parse((await runCli(['events', '-j', ...dd()])).stdout)).toEqual([]);
+  }, 60_000);
+
+  it('power-loss: both CNs boot again by the dev booter; boot-report and status say how', async () => {
+    const bad = await runCli(['event', 'power-loss', '--all', '--spread', 'soon', ...dd()]);
+    expect(bad.code).toBe(2);
+    const started = await runCli(['event', 'power-loss', '--all', '--spread', '300ms', '--boot', '100ms', '-j', ...dd()]);
+    expect(started.code, started.stderr).toBe(0);
+    const ev = JSON.parse(started.stdout) as { id: string; servers: string[] };
+    expect([...ev.servers].sort()).toEqual([...computes].sort());
+    const report = await until(async () => {
+      const r = JSON.parse((await runCli(['boot-report', '--event', ev.id, '-j', ...dd()])).stdout);
+      return r.summary.boots === 2 && r.summary.notBack === 0 ? r : undefined;
+    }, 30_000, 'both CNs back');
+    expect(report.summary.byPath).toEqual({ booter: 2, direct: 0 });
+    expect(report.servers.map((s: { cause: string; path: string }) => `${s.cause} ${s.path}`)).toEqual(['power-loss booter', 'power-loss booter']);
+    const table = await runCli(['boot-report', '--event', ev.id, '-o', 'uuid,cause,path,phase', ...dd()]);
+    expect(table.code, table.stderr).toBe(0);
+    for (const uuid of computes) expect(table.stdout).toMatch(new RegExp(`${uuid}\\s+power-loss\\s+booter\\s+running`));
+    expect(table.stdout).toMatch(/boots: +2 \(booter 2, direct 0\), 2 running, 0 not back/);
+    expect(table.stdout).toMatch(/to lease: +p50 [\d.]+s, p99 [\d.]+s/);
+    const status = await runCli(['status', ...dd()]);
+    expect(status.stdout).toMatch(/boot: +booter 127\.0\.0\.1:\d+; last boot: \d+ by booter, \d+ direct/);
+    const badServers = await runCli(['boot-report', '--servers', 'nope', ...dd()]);
+    expect(badServers.code).toBe(2);
   }, 60_000);
 });

@@ -60,7 +60,7 @@ function snapshot(): GzSnapshot {
 }
 
 /**
- * The snapshot's datasets as the task builds them: the model's fields (zfs-model.ts), and each
+ * The snapshot's datasets as the task builds them: the model's fields (zfs/model.ts), and each
  * dataset's `zfs get -p` values worked out by the model.
  */
 function withProperties(rows: (Pick<Dataset, 'name' | 'type' | 'used' | 'avail' | 'refer' | 'mountpoint' | 'creation' | 'quota'> & Partial<Dataset>)[]): GzDataset[] {

@@ -34,9 +34,11 @@ describe('daemon configuration', () => {
       napi: 'http://napi.us-east-9.example.org',
       imgapi: 'http://imgapi.us-east-9.example.org',
       sapi: 'http://sapi.us-east-9.example.org',
+      fwapi: 'http://fwapi.us-east-9.example.org',
     });
     expect(c.sources.cnapiUrl).toBe('derived');
     expect(c.sources.sapiUrl).toBe('derived');
+    expect(c.sources.fwapiUrl).toBe('derived');
     expect(c.adminUuid).toBe('11111111-2222-4333-8444-555555555555');
     expect(c.bindIp).toBe('10.99.99.42');
     expect(c.datacenterName).toBe('us-east-9');

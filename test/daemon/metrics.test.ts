@@ -249,6 +249,8 @@ describe('GET /metrics', () => {
 
     const end = await fetch(`${daemon.controlAddress.url}/events/${id}`, { method: 'DELETE' });
     expect(end.status).toBe(200);
+    // Its power back, the CN boots (DHCP to the dev booter) and registers again.
+    await waitFor(() => daemon.fleet.get(cns[1]!)?.registered === true, 10_000, 'the CN back up');
     const after = await scrape();
     expect(total(after, 'mockcloud_servers', { state: 'offline' })).toBe(0);
     expect(total(after, 'mockcloud_servers', { state: 'running' })).toBe(3);

@@ -44,13 +44,16 @@ describe('dev headnode', () => {
     return { dataDir, hn, make };
   }
 
-  it('writes headnode.json with the six addresses, and each one answers', async () => {
+  it("writes headnode.json with the seven addresses, FWAPI's update stream and booter's, and each one answers", async () => {
     const { dataDir, hn } = await setup();
     const urls = await hn.start();
-    const file = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
+    const { booter, ...file } = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
     expect(file).toEqual(urls);
-    expect(Object.keys(file).sort()).toEqual(['cnapi', 'imgapi', 'napi', 'papi', 'sapi', 'vmapi']);
-    for (const u of Object.values(file)) expect(u).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'fwapi', 'fwapiFast', 'imgapi', 'napi', 'papi', 'sapi', 'vmapi']);
+    for (const [k, u] of Object.entries(file)) expect(u).toMatch(k === 'fwapiFast' ? /^tcp:\/\/127\.0\.0\.1:\d+$/ : /^http:\/\/127\.0\.0\.1:\d+$/);
+    // Booter: DHCP on a loopback UDP port, its boot files over HTTP (none for an unknown MAC).
+    expect(booter).toEqual({ dhcp: { ip: '127.0.0.1', port: expect.any(Number) }, http: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+    expect((await fetch(`${booter.http}/boot.ipxe.01001122334455`)).status).toBe(404);
 
     const cnapi = cnapiClient(file.cnapi);
     const vmapi = vmapiClient(file.vmapi);
@@ -120,7 +123,7 @@ describe('dev headnode', () => {
     const again = make();
     cleanup.push(() => again.stop());
     const second = await again.start();
-    expect(JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'))).toEqual(second);
+    expect(JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'))).toEqual({ ...second, booter: again.booterAddresses });
     napi = napiClient(second.napi);
     try {
       expect(await call(napi, 'getNic', nic.mac)).toEqual(nic);

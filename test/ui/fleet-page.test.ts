@@ -157,6 +157,8 @@ describe('the live fleet page in headless chromium', () => {
     expect(await row.locator('.vm-state').textContent()).toBe('running');
     expect(await page.locator('#panel h2').textContent()).toContain(vmCn.hostname);
     expect(await page.locator('#panel').textContent()).toContain('machine_create');
+    // config-agent's and firewaller's view of the CN: the embedded headnode has a SAPI and an FWAPI.
+    expect(await page.locator('#agent-facts').textContent()).toMatch(/^config from SAPI: (\d+s old|not checked yet) · firewall: \d+ rules, \d+ remote VMs$/);
 
     // The panel's Crash button: a vm-crash event through the page's listener; the VM stops.
     await row.locator(`button[data-crash="${vm}"]`).click();

@@ -18,7 +18,7 @@ export interface DaemonJsonView {
 
 export interface DaemonStartOptions {
   dataDir: string;
-  urls: { cnapi: string; vmapi: string; napi: string };
+  urls: { cnapi: string; vmapi: string; napi: string; sapi?: string; fwapi?: string; fwapiFast?: string };
   bindIp: string;
   logLevel: string;
   /** Extra node flags (e.g. --cpu-prof). */
@@ -81,6 +81,9 @@ export class DaemonProcess {
       '--cnapi-url', opts.urls.cnapi,
       '--vmapi-url', opts.urls.vmapi,
       '--napi-url', opts.urls.napi,
+      ...(opts.urls.sapi ? ['--sapi-url', opts.urls.sapi] : []),
+      ...(opts.urls.fwapi ? ['--fwapi-url', opts.urls.fwapi] : []),
+      ...(opts.urls.fwapiFast ? ['--fwapi-fast-url', opts.urls.fwapiFast] : []),
       '--bind-ip', opts.bindIp,
       '--control-port', '0',
       '--cmon-port', '0',

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { CLI_MAIN } from './paths.js';
+import { CLI_ENV, CLI_MAIN } from './paths.js';
 import { clockTicksPerSecond, parseCpuSeconds } from './proc-stats.js';
 import { readFileSync } from 'node:fs';
 
@@ -24,16 +24,7 @@ interface Args {
   'create-only': boolean;
 }
 
-const ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  MOCKCLOUD_NO_MDATA: '1',
-  MOCKCLOUD_DATA_DIR: '',
-  MOCKCLOUD_CNAPI_URL: '',
-  MOCKCLOUD_VMAPI_URL: '',
-  MOCKCLOUD_NAPI_URL: '',
-  MOCKCLOUD_IMGAPI_URL: '',
-  MOCKCLOUD_CONFIG: '',
-};
+const ENV = CLI_ENV;
 
 function run(args: string[], timeoutMs: number): Promise<{ code: number | null; ms: number; stderr: string }> {
   const started = performance.now();

@@ -13,6 +13,7 @@ import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
+import { runAgentsStep } from './agents-step.js';
 import { heartbeatIntervalMs, runStep } from './step.js';
 import { renderTable } from './table.js';
 import { closeTaskAgent } from './task-load.js';
@@ -35,9 +36,10 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   const steps = [];
   const largest = Math.max(...opts.steps);
   let mirror: BenchReport['mirror'];
+  let agents: BenchReport['agents'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.mirrorOnly ? [] : opts.steps) {
+    for (const n of opts.mirrorOnly || opts.agentsOnly ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,
@@ -48,7 +50,8 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
         }),
       );
     }
-    if ((opts.mirrorCns ?? 0) > 0) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.mirrorCns ?? 0) > 0 && !opts.agentsOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.agentsCns ?? 0) > 0 && !opts.mirrorOnly) agents = await runAgentsStep(opts.agentsCns!, { sink, opts, say });
   } finally {
     await sink.stop();
     closeTaskAgent();
@@ -63,6 +66,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
     heartbeatIntervalMs: heartbeatIntervalMs(opts),
     steps,
     ...(mirror ? { mirror } : {}),
+    ...(agents ? { agents } : {}),
   };
 }
 

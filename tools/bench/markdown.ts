@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { FIGURES, fmt, fmtN } from './figures.js';
+import { agentsLines } from './agents-step.js';
 import { mirrorLines } from './table.js';
 import { judgeTargets } from './targets.js';
 import type { BenchReport } from './types.js';
@@ -126,6 +127,16 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   }
   if (inp.analysis && inp.analysis.trim()) out.push(inp.analysis.trim(), '');
 
+  if (report.agents) {
+    out.push('## config-agent and firewaller (issue 29)', '', '```', ...agentsLines(report.agents), '```', '');
+    out.push(
+      '`npm run bench -- --agents N`: N CNs with the VMs-per-CN count (half of them tagged role=web with their firewall on), idle with config-agent and ' +
+        'firewaller off (no SAPI or FWAPI configured) and on (the sink\'s SAPI and FWAPI), each after a restart; the real agents\' rates are ' +
+        '4 GET /configs per CN every 120 s on average and one POST /resolve per CN with firewalled VMs every 30 minutes; the rule is sent by the ' +
+        'sink\'s FWAPI over node-fast and timed until every CN hosting a web VM stored it.',
+      '',
+    );
+  }
   if (report.mirror) {
     out.push('## Mirror (issue 18)', '', '```', ...mirrorLines(report.mirror), '```', '');
     out.push(

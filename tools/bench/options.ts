@@ -44,6 +44,8 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('log-level', { type: 'string', default: 'warn', describe: 'daemon log level (its log is in the temp data dir)' })
     .option('mirror', { type: 'number', default: 0, describe: 'also a mirror step (issue 18): capture and load of a DC of this many CNs with --vms-per-cn VMs each (e.g. 1000; 0: none)' })
     .option('mirror-only', { type: 'boolean', default: false, describe: 'run only the mirror step (with --mirror N)' })
+    .option('agents', { type: 'number', default: 0, describe: 'also an agents step (issue 29): N CNs with --vms-per-cn VMs, config-agent and firewaller off then on: idle CPU, RSS per CN, SAPI/FWAPI request rates, a rule\'s fan-out (e.g. 10000; 0: none)' })
+    .option('agents-only', { type: 'boolean', default: false, describe: 'run only the agents step (with --agents N)' })
     .strict()
     .version(false)
     .help()
@@ -81,7 +83,11 @@ export function parseOptions(argv: string[]): BenchOptions {
     daemonLogLevel: a['log-level'],
     mirrorCns: Math.floor(pos('mirror', a.mirror, 0)),
     mirrorOnly: a['mirror-only'],
+    agentsCns: Math.floor(pos('agents', a.agents, 0)),
+    agentsOnly: a['agents-only'],
   };
+  if (opts.agentsCns! > MAX_N) throw new Error(`--agents must be at most ${MAX_N}`);
+  if (opts.agentsOnly && opts.agentsCns! < 1) throw new Error('--agents-only needs --agents N');
   if (opts.mirrorCns! > MAX_N) throw new Error(`--mirror must be at most ${MAX_N}`);
   if (opts.mirrorOnly && opts.mirrorCns! < 1) throw new Error('--mirror-only needs --mirror N');
   if (heartbeatMs !== undefined) {

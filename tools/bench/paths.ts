@@ -25,3 +25,19 @@ export const DEFAULT_DOC_OUT = path.join(PROJECT_ROOT, 'docs', 'performance.md')
 export function chartPathFor(docPath: string): string {
   return docPath.replace(/\.md$/i, '') + '.svg';
 }
+
+/**
+ * The environment a bench runs the mockcloud CLI with: no mdata, and none of the caller's
+ * MOCKCLOUD_* addresses, data dir or config file (the bench says each itself).
+ */
+export const CLI_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  MOCKCLOUD_NO_MDATA: '1',
+  MOCKCLOUD_DATA_DIR: '',
+  MOCKCLOUD_CNAPI_URL: '',
+  MOCKCLOUD_VMAPI_URL: '',
+  MOCKCLOUD_NAPI_URL: '',
+  MOCKCLOUD_IMGAPI_URL: '',
+  MOCKCLOUD_SAPI_URL: '',
+  MOCKCLOUD_CONFIG: '',
+};

@@ -1,11 +1,14 @@
 /** The plain-text table `npm run bench` prints: one row per figure, one column per N. */
 import { FIGURES, fmt, fmtN } from './figures.js';
+import { agentsLines } from './agents-step.js';
 import { judgeTargets, MIRROR_TARGETS } from './targets.js';
 import type { BenchReport, MirrorResult } from './types.js';
 
 export function renderTable(report: BenchReport): string {
   const steps = report.steps;
-  if (steps.length === 0 && report.mirror) return `${mirrorLines(report.mirror).join('\n')}\n`;
+  if (steps.length === 0 && (report.mirror || report.agents)) {
+    return `${[...(report.mirror ? mirrorLines(report.mirror) : []), ...(report.agents ? agentsLines(report.agents) : [])].join('\n')}\n`;
+  }
   const header = ['figure', ...steps.map((s) => `N=${fmtN(s.n)}${s.ok ? '' : ' (!)'}`)];
   const rows = FIGURES.map((f) => [`${f.label}${f.unit ? ` (${f.unit})` : ''}`, ...steps.map((s) => fmt(f.get(s), f.digits))]);
   const lines = [...grid([header, ...rows]), ''];
@@ -20,6 +23,7 @@ export function renderTable(report: BenchReport): string {
   lines.push(...grid([['figure', 'target', 'measured', 'at', 'verdict'], ...t]));
   for (const s of steps) for (const e of s.errors) lines.push(`N=${fmtN(s.n)}: ${e}`);
   if (report.mirror) lines.push('', ...mirrorLines(report.mirror));
+  if (report.agents) lines.push('', ...agentsLines(report.agents));
   return `${lines.join('\n')}\n`;
 }
 

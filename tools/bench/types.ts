@@ -36,6 +36,10 @@ export interface BenchOptions {
   mirrorCns?: number;
   /** Run only the mirror step, not the fleet steps. */
   mirrorOnly?: boolean;
+  /** The agents step (issue 29): a fleet of this many CNs with config-agent and firewaller off, then on. */
+  agentsCns?: number;
+  /** Run only the agents step. */
+  agentsOnly?: boolean;
 }
 
 export type TaskLatency = LatencySummary & { failed: number; failures: string[]; perSecond: number };
@@ -171,6 +175,25 @@ export interface BenchReport {
   steps: StepResult[];
   /** The mirror step (--mirror N). */
   mirror?: MirrorResult;
+  /** The agents step (--agents N). */
+  agents?: AgentsResult;
+}
+
+/** config-agent and firewaller at scale (tools/bench/agents-step.ts). */
+export interface AgentsResult {
+  n: number;
+  vmsPerCn: number;
+  ok: boolean;
+  errors: string[];
+  seconds: number;
+  off?: { cpuPercent: number; rssBytes: number; rssPerCnBytes: number };
+  on?: { cpuPercent: number; rssBytes: number; rssPerCnBytes: number };
+  /** Requests while the agents started (each CN's first check and sync). */
+  startRequests?: { sapiConfigs: number; fwapiResolves: number };
+  /** Idle request rates, and what the real agents would send. */
+  rates?: { sapiPerSecond: number; sapiRealPerSecond: number; fwapiPerSecond: number; fwapiRealPerSecond: number };
+  /** FWAPI's rule to the CNs hosting web VMs: how many stores it reached, how fast. */
+  rule?: { cns: number; reached: number; seconds: number };
 }
 
 /** `mockcloud mirror capture` and `load` of a DC of n CNs with vmsPerCn VMs each (tools/bench/mirror-step.ts). */

@@ -4,6 +4,7 @@
  * per VM index, so 100,000 VMs never clash.
  */
 import { randomUUID } from 'node:crypto';
+import { formatIpv4, netmask, parseIpv4 } from '../../src/common/ipv4.js';
 
 export const BENCH_OWNER_UUID = '930896af-bf8c-48d4-885c-6573a94b1853';
 export const BENCH_IMAGE_UUID = 'fd2cc906-8938-11e3-beab-4359c665ac99';
@@ -19,12 +20,12 @@ export interface ExternalNetwork {
 export function machineCreateParams(index: number, serverUuid: string, net: ExternalNetwork): Record<string, unknown> {
   const uuid = randomUUID();
   const [base, bits] = net.subnet.split('/') as [string, string];
-  const baseInt = base.split('.').reduce((a, p) => a * 256 + Number(p), 0);
+  const baseInt = parseIpv4(base)!;
   const size = 2 ** (32 - Number(bits));
   const ipInt = baseInt + size / 2 + (index % (size / 2 - 2)) + 1;
-  const ip = [24, 16, 8, 0].map((s) => Math.floor(ipInt / 2 ** s) % 256).join('.');
+  const ip = formatIpv4(ipInt);
   const mac = ['90', 'b8', 'd1', ...[16, 8, 0].map((s) => ((index >>> s) & 0xff).toString(16).padStart(2, '0'))].join(':');
-  const netmask = prefixToNetmask(Number(bits));
+  const mask = netmask(Number(bits));
   return {
     uuid,
     alias: `bench-${index}`,
@@ -50,7 +51,7 @@ export function machineCreateParams(index: number, serverUuid: string, net: Exte
       {
         mac,
         ip,
-        netmask,
+        netmask: mask,
         gateway: net.gateway,
         nic_tag: 'external',
         network_uuid: net.uuid,
@@ -64,9 +65,4 @@ export function machineCreateParams(index: number, serverUuid: string, net: Exte
       },
     ],
   };
-}
-
-function prefixToNetmask(bits: number): string {
-  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-  return [24, 16, 8, 0].map((s) => (mask >>> s) & 0xff).join('.');
 }

@@ -6,7 +6,8 @@ import type net from 'node:net';
 import type { AgentAddress, MockCn } from '../../mockcn/types.js';
 import { TaskHistory } from './history.js';
 import { KeyedLock } from './keyed-lock.js';
-import type { CnTaskState, UntilDetach } from './types.js';
+import type { CnTaskState } from './types.js';
+import type { UntilDetach } from './until-detach.js';
 
 export class CnSlot {
   readonly history = new TaskHistory();

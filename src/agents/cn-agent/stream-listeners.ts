@@ -19,7 +19,7 @@
  */
 import net from 'node:net';
 import type { Logger } from '../../common/log.js';
-import type { UntilDetach } from './types.js';
+import type { UntilDetach } from './until-detach.js';
 
 export interface StreamSessionOptions {
   /** The task's `untilDetach`: the listener closes when its CN is detached. */

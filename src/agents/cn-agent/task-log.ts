@@ -11,7 +11,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import bunyan from 'bunyan';
 import { recordLog, type HistoryEntry } from './history.js';
-import type { TaskLog } from './types.js';
+
+/** The log a task writes: bunyan-style calls, kept in its log file and its history entry. */
+export interface TaskLog {
+  trace(...args: unknown[]): void;
+  debug(...args: unknown[]): void;
+  info(...args: unknown[]): void;
+  warn(...args: unknown[]): void;
+  error(...args: unknown[]): void;
+}
 
 /** Records beyond this are counted, not kept (a task log is for reading, not a sink). */
 const MAX_RECORDS = 2000;

@@ -6,12 +6,13 @@
  * serialised against, and `run`, which gets a `TaskContext` and returns the finish value.
  * Failing the way a real task's `fatal()` does is `throw new TaskError(message, details)`.
  */
+import type { RemoteVm, RuleData } from '../firewaller/rules.js';
 import type { JsonHttpClient } from '../../common/http-client.js';
 import type { Logger } from '../../common/log.js';
 import type { AgentRecord, MockCn } from '../../mockcn/types.js';
-import type { ZfsStore } from './zfs/state.js';
 import type { StreamListeners } from './stream-listeners.js';
-import type { ContainerFiles } from './docker/container-fs.js';
+import type { TaskLog } from './task-log.js';
+import type { UntilDetach } from './until-detach.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
@@ -45,6 +46,8 @@ export interface TaskEnvironment {
   bootSeconds?: number | undefined;
   /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
   agentInstances?: AgentInstanceAdopter | undefined;
+  /** The CN's firewaller store, for command_execute's `fwadm`; absent without a firewaller. */
+  firewallState?: ((uuid: string) => { rules: RuleData[]; rvms: RemoteVm[] } | undefined) | undefined;
 }
 
 export type TaskParams = Record<string, unknown>;
@@ -56,38 +59,22 @@ export type TaskParams = Record<string, unknown>;
  */
 export type TaskResult = Record<string, unknown> | unknown[] | string;
 
-/** The log a task writes: bunyan-style calls, kept in its log file and its history entry. */
-export interface TaskLog {
-  trace(...args: unknown[]): void;
-  debug(...args: unknown[]): void;
-  info(...args: unknown[]): void;
-  warn(...args: unknown[]): void;
-  error(...args: unknown[]): void;
-}
-
 /** An image this CN has "installed" (imported): what image_get answers with. */
 export interface InstalledImage {
   uuid: string;
   manifest: Record<string, unknown>;
 }
 
-/** Small per-CN state the tasks keep beside the CN's files (in memory; see docs in tasks). */
+/**
+ * Small per-CN state the tasks keep beside the CN's files (in memory; see docs in tasks). A
+ * capability with state of its own per CN (the ZFS changes in zfs/, the container files in
+ * docker/, the migrations in migration/) keeps it itself, in a WeakMap keyed by this object,
+ * so it lives and dies with the CN's slot and this contract names none of them.
+ */
 export interface CnTaskState {
   images: Map<string, InstalledImage>;
   overprovisionRatio?: string;
-  /** What the ZFS write tasks changed, loaded from the CN's zfs.json on first use. */
-  zfs?: ZfsStore;
-  /** Files written into this CN's containers (docker_copy, docker_build): tasks/container-fs.ts. */
-  containerFiles?: ContainerFiles;
 }
-
-/**
- * Keep something a task leaves running past its own end (a docker task's stream listener, a
- * migration process) until the CN is detached or cn-agent stops: `close` is then called and
- * awaited. Returns the function that drops it once it has ended by itself. Throws when the
- * CN is already being detached.
- */
-export type UntilDetach = (close: () => void | Promise<void>) => () => void;
 
 export interface TaskContext {
   readonly cn: MockCn;
@@ -125,7 +112,7 @@ export interface TaskDefinition<P> {
   queue: string;
   /** False for a queue with `log_params: false` (docker_build): params stay out of the task log. */
   logParams?: boolean;
-  /** Check and type the params; throw `invalid(...)` (tasks/params.ts) on bad input: the task then fails with that message. */
+  /** Check and type the params; throw `invalid(...)` (task-support/params.ts) on bad input: the task then fails with that message. */
   validate(params: TaskParams): P;
   /** VM uuids this task must not overlap with (held for the whole task). */
   vmLocks?(params: P): string[];

@@ -3,6 +3,7 @@
  * RFD 28), and the local NIC objects it derives from sysinfo and from VMs.
  */
 import { NIC_ANTI_SPOOF_FLAGS } from '../../common/changefeed/protocol.js';
+import { prefixLength } from '../../common/ipv4.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import type { Vm, VmNic } from '../../vmadm/types.js';
 
@@ -199,16 +200,6 @@ export function nicPullDiff(local: VmNic, remote: NapiNic): Record<string, unkno
     if (typeof ip === 'string' && prefix !== undefined) diff.ips = [`${ip}/${prefix}`];
   }
   return { mac: local.mac, ...diff };
-}
-
-/** 24 from 255.255.255.0; undefined for anything that is not a contiguous IPv4 mask. */
-export function prefixLength(netmask: string | undefined): number | undefined {
-  if (typeof netmask !== 'string') return undefined;
-  const parts = netmask.split('.').map(Number);
-  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) return undefined;
-  const bits = parts.map((p) => p.toString(2).padStart(8, '0')).join('');
-  if (!/^1*0*$/.test(bits)) return undefined;
-  return bits.indexOf('0') === -1 ? 32 : bits.indexOf('0');
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -37,6 +37,11 @@ export interface CnapiContext {
   startTimestamp: string;
   /** The headnode's platform: the `default` server record boots it. */
   liveImage: string;
+  /**
+   * The dev headnode's "/usbkey/os": a dir per installed platform (`sdcadm platform install`
+   * unpacks one there), listed by `/platforms` with those servers run or are set to boot.
+   */
+  usbkeyOsDir?: string;
   peers: { napi: string; imgapi: string; vmapi?: string };
   /** Persist server records: `durable` waits until they are on disk. */
   saveServers(durable: boolean): Promise<void>;

@@ -3,6 +3,7 @@
  * the heartbeat reconciler, and the task endpoints that drive each CN's cn-agent the way
  * CNAPI does. State (servers, tasks) lives in two documents of the headnode store.
  */
+import path from 'node:path';
 import type { Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
@@ -58,6 +59,7 @@ export class CnapiService {
   private readonly dispatcher: CnAgentDispatcher;
   private readonly allocator: Allocator = newAllocator();
   private readonly liveImage: string;
+  private readonly storeDir: string;
   private readonly serverDoc: JournaledDocument;
   private readonly taskDoc: StateDocument;
   private readonly waitlistDoc: StateDocument;
@@ -76,6 +78,7 @@ export class CnapiService {
     if (opts.vmapiUrl) this.peers.vmapi = trimSlash(opts.vmapiUrl);
     this.servers = new ServerRegistry({ datacenter: opts.datacenter ?? 'coal' });
     this.liveImage = opts.platform ?? DEFAULT_PLATFORM;
+    this.storeDir = opts.store.dir;
     // Server records change on every status sample; unacknowledged changes are saved
     // within a second, acknowledged ones (registration, ServerUpdate) before the answer.
     // Journaled: a registration appends its server's record instead of rewriting every one.
@@ -145,6 +148,7 @@ export class CnapiService {
       saveWaitlist: () => this.waitlistDoc.save(),
       startTimestamp: new Date().toISOString(),
       liveImage: this.liveImage,
+      usbkeyOsDir: path.join(this.storeDir, 'usbkey', 'os'),
       peers: this.peers,
       saveServers: (durable) => {
         if (durable) return this.serverDoc.save();

@@ -1,26 +1,20 @@
 /**
- * IPv4 and MAC address arithmetic for the dev NAPI. The dev headnode serves IPv4 networks
- * only (as the admin and external networks of a fresh DC are), so an address is a uint32
- * and a MAC a 48-bit integer; both are safe JavaScript numbers.
+ * Addresses as the dev NAPI reads them: IPv4 addresses and subnets in the forms sdc-napi
+ * accepts (the arithmetic itself is src/common/ipv4.ts), and MAC arithmetic. The dev headnode
+ * serves IPv4 networks only (as the admin and external networks of a fresh DC are), so an
+ * address is a uint32 and a MAC a 48-bit integer; both are safe JavaScript numbers.
  */
 import { randomInt } from 'node:crypto';
+import { parseCidr, parseIpv4, type Cidr } from '../../common/ipv4.js';
 
-const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-/** A dotted quad (or, as NAPI accepts, a decimal number) as a uint32; undefined if invalid. */
-export function parseIpv4(value: unknown): number | undefined {
+/**
+ * An IPv4 address as NAPI reads one: a dotted quad, or the uint32 itself as a number or
+ * decimal text (sdc-napi takes both); undefined if neither.
+ */
+export function napiIpv4(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isInteger(value) && value >= 0 && value <= 0xffffffff ? value : undefined;
-  if (typeof value !== 'string') return undefined;
-  if (/^[0-9]+$/.test(value)) return parseIpv4(Number(value));
-  const m = IPV4_RE.exec(value);
-  if (!m) return undefined;
-  let n = 0;
-  for (let i = 1; i <= 4; i++) {
-    const octet = Number(m[i]);
-    if (octet > 255) return undefined;
-    n = n * 256 + octet;
-  }
-  return n;
+  if (typeof value === 'string' && /^[0-9]+$/.test(value)) return napiIpv4(Number(value));
+  return parseIpv4(value);
 }
 
 /** Is it an IPv6 address (so NAPI would answer "must be IPv4" rather than "invalid")? */
@@ -28,41 +22,10 @@ export function looksLikeIpv6(value: unknown): boolean {
   return typeof value === 'string' && value.includes(':') && /^[0-9a-fA-F:.]+$/.test(value);
 }
 
-export function formatIpv4(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-}
-
-export interface Cidr {
-  start: number;
-  bits: number;
-}
-
-export function parseCidr(value: string): Cidr | undefined {
-  const [ip, bitsText, ...rest] = value.split('/');
-  if (rest.length > 0 || bitsText === undefined || !/^\d{1,2}$/.test(bitsText)) return undefined;
-  const start = parseIpv4(ip);
-  const bits = Number(bitsText);
-  if (start === undefined || bits < 8 || bits > 32) return undefined;
-  if (start !== networkAddress(start, bits)) return undefined;
-  return { start, bits };
-}
-
-export function networkAddress(ip: number, bits: number): number {
-  if (bits === 0) return 0;
-  const mask = (0xffffffff << (32 - bits)) >>> 0;
-  return (ip & mask) >>> 0;
-}
-
-export function broadcastAddress(c: Cidr): number {
-  return c.start + 2 ** (32 - c.bits) - 1;
-}
-
-export function cidrContains(c: Cidr, ip: number): boolean {
-  return ip >= c.start && ip <= broadcastAddress(c);
-}
-
-export function netmask(bits: number): string {
-  return formatIpv4(bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0);
+/** A subnet as NAPI takes one: `address/bits` with 8 to 32 bits, the address its network's. */
+export function napiSubnet(value: string): Cidr | undefined {
+  const c = parseCidr(value, napiIpv4);
+  return c && c.bits >= 8 ? c : undefined;
 }
 
 // --- MAC addresses

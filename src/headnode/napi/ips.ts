@@ -5,7 +5,8 @@
  * `unassign` to drop only who it belongs to), and `GET /search/ips` across every network whose
  * subnet holds the address.
  */
-import { cidrContains, parseIpv4 } from './addr.js';
+import { cidrContains } from '../../common/ipv4.js';
+import { napiIpv4 } from './addr.js';
 import type { NapiContext } from './context.js';
 import { invalidParam, missingParam, notFound, MSG, type NapiFieldError } from './errors.js';
 import { cidrOf, serializeIp, type IpRecord, type NetworkRecord } from './model.js';
@@ -30,7 +31,7 @@ export function listIps(ctx: NapiContext, net: NetworkRecord, params: Record<str
 
 /** `validateIP` of ips.js: an address inside the subnet, else a 404. */
 export function ipOnNetwork(net: NetworkRecord, ipText: unknown): number {
-  const ip = parseIpv4(ipText);
+  const ip = napiIpv4(ipText);
   if (ip === undefined) throw notFound('Invalid IP address');
   if (!cidrContains(cidrOf(net), ip)) throw notFound('IP is not in subnet');
   return ip;

@@ -3,7 +3,8 @@
  * sdc-napi lib/models/nic-tag.js, network.js, nic/obj.js, ip/common.js).
  */
 import { crc32 } from 'node:zlib';
-import { formatIpv4, formatMac, netmask, type Cidr } from './addr.js';
+import { formatIpv4, netmask, type Cidr } from '../../common/ipv4.js';
+import { formatMac } from './addr.js';
 
 export const BELONGS_TO_TYPES = ['other', 'server', 'zone'] as const;
 export const NIC_STATES = ['provisioning', 'stopped', 'running'] as const;

@@ -4,7 +4,8 @@
  * prefixes, UUID prefixes) and the cross-field checks run after them, in NAPI's order
  * (fabric owner, subnet allocation, provision range with private fabrics and overlaps, MTU).
  */
-import { broadcastAddress, cidrContains, networkAddress, parseCidr, parseIpv4, type Cidr } from './addr.js';
+import { broadcastAddress, cidrContains, isRfc1918, type Cidr } from '../../common/ipv4.js';
+import { napiSubnet, napiIpv4 } from './addr.js';
 import { invalidParam, missingParam, usedByParam, type NapiFieldError } from './errors.js';
 import { cidrOf, type NetworkRecord } from './model.js';
 import { arrayify, problem } from './validate.js';
@@ -31,10 +32,10 @@ export function subnet(_: unknown, name: string, v: unknown): { multi: Record<st
   if (typeof v !== 'string') throw problem(invalidParam(name, 'must be a string'));
   const parts = v.split('/');
   if (parts.length !== 2) throw problem(invalidParam(name, 'Subnet must be in CIDR form'));
-  if (parseIpv4(parts[0]) === undefined) throw problem(invalidParam(name, 'Subnet IP invalid'));
+  if (napiIpv4(parts[0]) === undefined) throw problem(invalidParam(name, 'Subnet IP invalid'));
   const bits = Number(parts[1]);
   if (!/^\d+$/.test(parts[1]!) || bits < 8 || bits > 32) throw problem(invalidParam(name, 'Subnet bits invalid'));
-  const cidr = parseCidr(v);
+  const cidr = napiSubnet(v);
   if (!cidr) throw problem(invalidParam(name, 'invalid CIDR format'));
   return { multi: { subnet: cidr } };
 }
@@ -50,7 +51,7 @@ export function ipArray(_: unknown, name: string, v: unknown): number[] {
     }
     const s = item.replace(/\s+/, '');
     if (!s) continue;
-    const ip = parseIpv4(s);
+    const ip = napiIpv4(s);
     if (ip === undefined) bad.push(s);
     else ips.push(ip);
   }
@@ -68,8 +69,8 @@ export function routes(_: unknown, name: string, v: unknown): { multi: Record<st
   const out: Record<string, string> = {};
   const invalid: unknown[] = [];
   for (const [dst, gw] of Object.entries(v as Record<string, unknown>)) {
-    const dstOk = dst.includes('/') ? parseCidrLoose(dst) : parseIpv4(dst) !== undefined;
-    const gwIp = parseIpv4(gw);
+    const dstOk = dst.includes('/') ? parseCidrLoose(dst) : napiIpv4(dst) !== undefined;
+    const gwIp = napiIpv4(gw);
     if (!dstOk) invalid.push(dst);
     if (gwIp === undefined) invalid.push(gw);
     if (dstOk && gwIp !== undefined) out[dst] = gw as string;
@@ -80,7 +81,7 @@ export function routes(_: unknown, name: string, v: unknown): { multi: Record<st
 
 function parseCidrLoose(s: string): boolean {
   const [ip, bits] = s.split('/');
-  return parseIpv4(ip) !== undefined && /^\d{1,2}$/.test(bits ?? '') && Number(bits) <= 32;
+  return napiIpv4(ip) !== undefined && /^\d{1,2}$/.test(bits ?? '') && Number(bits) <= 32;
 }
 
 export function networkMtu(_: unknown, name: string, v: unknown): number {
@@ -171,14 +172,9 @@ export function checkMtu(ctx: StateCtx, nicTag: string, parsed: Record<string, u
   if (tag && tag.mtu < parsed.mtu) throw problem(invalidParam('mtu', 'network mtu must be under nic_tag mtu'));
 }
 
-/** RFC 1918 (private) IPv4 subnets may overlap: they can sit on separate physical networks. */
-function isRfc1918(c: Cidr): boolean {
-  const inside = (net: number, bits: number): boolean => c.bits >= bits && networkAddress(c.start, bits) === net;
-  return inside(0x0a000000, 8) || inside(0xac100000, 12) || inside(0xc0a80000, 16);
-}
-
 /** `validateProvisionRange`'s last check (OVERLAP_NORMAL_NET_SQL / OVERLAP_FABRIC_NET_SQL). */
 function checkOverlap(ctx: StateCtx, cidr: Cidr, net: NetShape, self: string | undefined): void {
+  // RFC 1918 (private) subnets may overlap: they can sit on separate physical networks.
   if (!net.fabric && isRfc1918(cidr)) return;
   const end = broadcastAddress(cidr);
   const overlapping = [...ctx.state.networks.values()]

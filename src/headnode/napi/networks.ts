@@ -7,7 +7,7 @@
  */
 import { newUuid } from '../../common/uuid.js';
 import { MockcloudError } from '../../common/errors.js';
-import { formatMac, parseCidr } from './addr.js';
+import { formatMac, napiSubnet } from './addr.js';
 import type { NapiContext } from './context.js';
 import { duplicateParam, inUseError, invalidParam, invalidParamsError, notFound, type NapiFieldError } from './errors.js';
 import { etagOf, type NetworkRecord } from './model.js';
@@ -245,7 +245,7 @@ export async function updateNetwork(ctx: NapiContext, existing: NetworkRecord, p
       family: immutable('family', (v) => v === 'ipv4'),
       nic_tag: immutable('nic_tag', (v) => v === existing.nic_tag),
       subnet: immutable('subnet', (v) => {
-        const c = typeof v === 'string' ? parseCidr(v) : undefined;
+        const c = typeof v === 'string' ? napiSubnet(v) : undefined;
         return !!c && c.start === existing.subnet_start && c.bits === existing.subnet_bits;
       }),
       vlan_id: immutable('vlan_id', (v) => Number(v) === existing.vlan_id),

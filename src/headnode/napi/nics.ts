@@ -9,7 +9,8 @@
  * concurrent requests can never both take the same address or MAC.
  */
 import { NIC_ANTI_SPOOF_FLAGS } from '../../common/changefeed/protocol.js';
-import { cidrContains, formatIpv4, formatMac, randomMacInOui } from './addr.js';
+import { cidrContains, formatIpv4 } from '../../common/ipv4.js';
+import { formatMac, randomMacInOui } from './addr.js';
 import type { NapiContext } from './context.js';
 import {
   duplicateParam,

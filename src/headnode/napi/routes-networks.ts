@@ -13,7 +13,7 @@ import { serializeNetwork } from './model.js';
 import { createNetwork, deleteNetwork, getNetwork, listNetworks, updateNetwork } from './networks.js';
 import { createNic } from './nics.js';
 import { createPool, deletePool, getPool, listPools, serializePool, updatePool } from './pools.js';
-import { checkConditional } from './routes.js';
+import { checkConditional } from './conditional.js';
 import { findNetwork } from './validators.js';
 import { nicWire } from './nics.js';
 

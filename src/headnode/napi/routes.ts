@@ -1,6 +1,6 @@
 /**
  * The dev NAPI's HTTP routes (sdc-napi lib/endpoints/*): ping, nic tags, NICs with ETags and
- * restify's conditional-request rules, aggregations, the changefeed's plain routes, /manage/gc,
+ * restify's conditional-request rules (conditional.ts), aggregations, the changefeed's plain routes, /manage/gc,
  * and the fabric routes (answered as a NAPI without overlay networking answers them). The
  * network, IP, pool and search routes are in routes-networks.ts.
  */
@@ -15,31 +15,7 @@ import { createAggr, deleteAggr, getAggr, listAggrs, serializeAggr, updateAggr }
 import { createNicTag, deleteNicTag, getNicTag, listNicTags, updateNicTag } from './nic-tags.js';
 import { createNic, deleteNic, getNic, listNics, nicWire, updateNic } from './nics.js';
 import { mountNetworkRoutes } from './routes-networks.js';
-
-/**
- * restify's `conditionalRequest()` as NAPI mounts it in front of `/nics/:mac`: an
- * `If-Match` that names neither `*` nor the current etag is 412; an `If-None-Match` that
- * names it is 304 for GET/HEAD and 412 otherwise.
- */
-export function checkConditional(req: Req, etag: string): Reply | undefined {
-  const normalize = (s: string): string => s.replace(/^W\//, '').replace(/^"(\w*)"$/, '$1');
-  const ifMatch = req.headers['if-match'];
-  if (ifMatch) {
-    const tags = ifMatch.split(/\s*,\s*/).map(normalize);
-    if (!tags.some((t) => t === '*' || t === etag)) {
-      throw new MockcloudError('PreconditionFailed', `if-match '${ifMatch}' didn't match etag '${etag}'`);
-    }
-  }
-  const ifNoneMatch = req.headers['if-none-match'];
-  if (ifNoneMatch) {
-    const tags = ifNoneMatch.split(/\s*,\s*/).map(normalize);
-    if (tags.some((t) => t === '*' || t === etag)) {
-      if (req.method === 'GET' || req.method === 'HEAD') return { status: 304, headers: { Etag: etag } };
-      throw new MockcloudError('PreconditionFailed', `if-none-match '${ifNoneMatch}' matched etag '${etag}'`);
-    }
-  }
-  return undefined;
-}
+import { checkConditional } from './conditional.js';
 
 function nicReply(ctx: NapiContext, nic: NicRecord): Reply {
   return { status: 200, body: nicWire(ctx, nic), headers: { Etag: nic.etag } };

@@ -7,7 +7,8 @@
  * changed; a change of nic tags, networks, pools, aggregations or UpdateIP's explicit address
  * records rewrites the whole document.
  */
-import { broadcastAddress, cidrContains, formatIpv4, parseIpv4 } from './addr.js';
+import { broadcastAddress, cidrContains, formatIpv4 } from '../../common/ipv4.js';
+import { napiIpv4 } from './addr.js';
 import { applyRecordEntries, TrackedMap, type RecordEntry } from '../journal.js';
 import {
   cidrOf,
@@ -244,7 +245,7 @@ export class NapiState {
     for (const mac of nics) out.push({ t: 'nic', k: String(mac), v: this.nics.get(mac) ?? null });
     for (const key of freed) {
       const [net, ipText] = key.split(' ') as [string, string];
-      const rec = this.getIp(net, parseIpv4(ipText)!);
+      const rec = this.getIp(net, napiIpv4(ipText)!);
       const at = rec && rec.freed_at !== undefined && rec.belongs_to_uuid === undefined ? rec.freed_at : null;
       out.push({ t: 'freed', k: key, v: at });
     }
@@ -282,14 +283,14 @@ export class NapiState {
     for (const [uuid, ips] of Object.entries(freed)) {
       if (!this.networks.has(uuid)) continue;
       for (const [ipText, at] of Object.entries(ips)) {
-        const ip = parseIpv4(ipText);
+        const ip = napiIpv4(ipText);
         if (ip !== undefined) this.unassignIp(uuid, ip, at);
       }
     }
     for (const [uuid, ips] of Object.entries(snap.ips ?? {})) {
       if (!this.networks.has(uuid)) continue;
       for (const [ipText, rec] of Object.entries(ips)) {
-        const ip = parseIpv4(ipText);
+        const ip = napiIpv4(ipText);
         if (ip !== undefined) this.putIp(uuid, { ...rec, ip });
       }
     }

@@ -4,7 +4,7 @@
  * addresses, MACs.
  */
 import { invalidParam, MSG } from './errors.js';
-import { looksLikeIpv6, parseIpv4, parseMac } from './addr.js';
+import { looksLikeIpv6, napiIpv4, parseMac } from './addr.js';
 import type { NetworkRecord } from './model.js';
 import type { NapiState } from './state.js';
 import { arrayify, problem, string, uuid, type Multi } from './validate.js';
@@ -14,7 +14,7 @@ export interface StateCtx {
 }
 
 export function ipv4(_: unknown, name: string, v: unknown): number {
-  const ip = parseIpv4(v);
+  const ip = napiIpv4(v);
   if (ip !== undefined) return ip;
   if (looksLikeIpv6(v)) throw problem(invalidParam(name, MSG.ipv4Required));
   throw problem(invalidParam(name, MSG.invalidIp));

@@ -40,17 +40,32 @@ export interface SapiInstance {
   type: ServiceType;
 }
 
+/** A configuration manifest (sdc-sapi lib/server/endpoints/manifests.js). */
+export interface SapiManifest {
+  uuid: string;
+  name: string;
+  path: string;
+  template: string;
+  post_cmd?: string;
+  post_cmd_linux?: string;
+  version?: string;
+  master?: boolean;
+}
+
 export interface SapiDoc {
   version: 1;
   applications: SapiApplication[];
   services: SapiServiceObject[];
   instances: SapiInstance[];
+  /** Absent in documents written before manifests were kept. */
+  manifests?: SapiManifest[];
 }
 
 export class SapiState {
   readonly applications = new Map<string, SapiApplication>();
   readonly services = new Map<string, SapiServiceObject>();
   readonly instances = new Map<string, SapiInstance>();
+  readonly manifests = new Map<string, SapiManifest>();
 
   snapshot(): SapiDoc {
     return {
@@ -58,6 +73,7 @@ export class SapiState {
       applications: [...this.applications.values()],
       services: [...this.services.values()],
       instances: [...this.instances.values()],
+      manifests: [...this.manifests.values()],
     };
   }
 
@@ -69,6 +85,7 @@ export class SapiState {
     for (const a of d.applications) this.applications.set(a.uuid, a);
     for (const s of d.services) this.services.set(s.uuid, s);
     for (const i of d.instances) this.instances.set(i.uuid, i);
+    for (const m of Array.isArray(d.manifests) ? d.manifests : []) this.manifests.set(m.uuid, m);
   }
 }
 

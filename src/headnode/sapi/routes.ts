@@ -6,6 +6,7 @@
  *   POST /applications, GET /applications[?name&owner_uuid], GET|DELETE /applications/:uuid
  *   POST /services, GET /services[?name&application_uuid&type], GET|DELETE /services/:uuid
  *   POST /instances, GET /instances[?service_uuid|type], GET|DELETE /instances/:uuid
+ *   and the update, manifest and config routes of routes-configs.ts
  *
  * Accept-Version: absent means `~1` (SAPI's pre-handler); 1.0.0 and 2.0.0 are offered. Under
  * ~1, lists hold only `vm` objects unless filtered by type or service, and objects carry no
@@ -16,11 +17,11 @@
  */
 import { createRequire } from 'node:module';
 import { MockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
 import { noContent, ok, params, route, type Params, type Req, type RestifyServer } from '../http.js';
-import type { InstanceOp } from './instance-log.js';
-import { serializeInstance, serializeService, type SapiInstance, type SapiServiceObject, type SapiState, type ServiceType } from './model.js';
+import type { SapiContext } from './context.js';
+import { mountSapiConfigRoutes } from './routes-configs.js';
+import { serializeInstance, serializeService, type SapiInstance, type SapiServiceObject, type ServiceType } from './model.js';
 
 // restify's own semver, for Accept-Version ranges as restify matched them for SAPI.
 const semver = createRequire(createRequire(import.meta.url).resolve('restify'))('semver') as {
@@ -30,17 +31,9 @@ const semver = createRequire(createRequire(import.meta.url).resolve('restify'))(
 
 const OFFERED_VERSIONS = ['1.0.0', '2.0.0'];
 
-export interface SapiContext {
-  state: SapiState;
-  log: Logger;
-  /** Applications and services: resolves once the state as of the call is on disk. */
-  commit(): Promise<void>;
-  /** An instance written or deleted: resolves once that is on disk. */
-  record(op: InstanceOp): Promise<void>;
-}
 
 /** Whether the request's Accept-Version gets 2.0.0 representations (sdc-sapi semverGter). */
-function wantsV2(req: Req): boolean {
+export function wantsV2(req: Req): boolean {
   const header = req.headers['accept-version'];
   const range = typeof header === 'string' && header !== '' ? header : '~1';
   if (range !== '*' && !OFFERED_VERSIONS.some((v) => semver.satisfies(v, range))) {
@@ -75,11 +68,18 @@ function notFound(kind: string, uuid: string): MockcloudError {
   return new MockcloudError('ResourceNotFound', `no such ${kind}: ${uuid}`);
 }
 
+export type { SapiContext };
+
 export function mountSapiRoutes(server: RestifyServer, ctx: SapiContext): void {
   const r = (fn: Parameters<typeof route>[1]) => route(ctx.log, fn);
   const { state } = ctx;
 
   server.get('/ping', r(() => ok({ mode: 'full', storType: 'MorayStorage', storAvailable: true })));
+  mountSapiConfigRoutes(server, ctx, {
+    serverUuid: ctx.serverUuid ?? '00000000-0000-0000-0000-000000000000',
+    wantsV2,
+    ...(ctx.onConfig ? { onConfig: ctx.onConfig } : {}),
+  });
 
   // ---- applications
   server.post('/applications', r(async (req) => {

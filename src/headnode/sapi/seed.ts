@@ -33,6 +33,15 @@ export function seedUuid(name: string): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
 }
 
+/** `CNAPI_SERVICE: cnapi.<dc>.<domain>` and the like, as headnode setup puts them in the sdc application. */
+export const CORE_SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'papi', 'sapi', 'fwapi', 'cmon', 'ufds', 'workflow', 'moray', 'binder'] as const;
+
+export function serviceDomains(dc: string, domain: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const svc of CORE_SERVICES) out[`${svc.toUpperCase()}_SERVICE`] = `${svc}.${dc}.${domain}`;
+  return out;
+}
+
 export interface SeedOptions {
   adminUuid: string;
   datacenterName: string;
@@ -49,6 +58,10 @@ export function seedFreshDc(state: SapiState, opts: SeedOptions): void {
       datacenter_name: opts.datacenterName,
       dns_domain: opts.dnsDomain ?? 'local',
       ufds_admin_uuid: opts.adminUuid,
+      // What the agents' manifests render (sdc-headnode's sdc application metadata): each core
+      // service's DNS name, and no AMQP (the agents' `no_rabbit`).
+      ...serviceDomains(opts.datacenterName, opts.dnsDomain ?? 'local'),
+      no_rabbit: true,
     },
     manifests: {},
   };

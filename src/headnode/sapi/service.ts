@@ -38,6 +38,8 @@ export class SapiService {
   private compacting: Promise<void> | undefined;
   private server: RestifyServer | undefined;
   private _url: string | undefined;
+  /** GET /configs/:uuid answered: with the config (200) and unchanged (304). */
+  private readonly configs = { served: 0, notModified: 0 };
 
   constructor(opts: SapiServiceOptions) {
     this.opts = opts;
@@ -51,7 +53,14 @@ export class SapiService {
 
   /** Counters for status output and tests. */
   stats(): Record<string, number> {
-    return { applications: this.state.applications.size, services: this.state.services.size, instances: this.state.instances.size };
+    return {
+      applications: this.state.applications.size,
+      services: this.state.services.size,
+      instances: this.state.instances.size,
+      manifests: this.state.manifests.size,
+      configsServed: this.configs.served,
+      configsNotModified: this.configs.notModified,
+    };
   }
 
   async start(opts: { host: string; port: number }): Promise<void> {
@@ -80,7 +89,13 @@ export class SapiService {
 
     // SAPI's restify server name, as its Server header shows it.
     const server = createServer({ name: 'sapi/2.0.0', log: this.log });
-    mountSapiRoutes(server, { state, log: this.log, commit: () => doc.save(), record: (op) => this.record(op) });
+    mountSapiRoutes(server, {
+      state,
+      log: this.log,
+      commit: () => doc.save(),
+      record: (op) => this.record(op),
+      onConfig: (status) => (status === 304 ? this.configs.notModified++ : this.configs.served++),
+    });
     this._url = await listen(server, opts.host, opts.port);
     this.server = server;
     this.log.info({ url: this._url, instances: state.instances.size }, 'SAPI listening');

@@ -21,7 +21,7 @@ const TASK_WAIT_S = 3600;
 export class Peers {
   constructor(
     private readonly http: JsonHttpClient,
-    readonly urls: { cnapi: string; napi: string; imgapi: string; papi?: string },
+    readonly urls: { cnapi: string; napi: string; imgapi: string; papi?: string; fwapi?: string },
   ) {}
 
   private async json<T = Obj>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, reqId?: string, timeoutMs?: number): Promise<T> {
@@ -29,6 +29,15 @@ export class Peers {
     if (reqId) headers['x-request-id'] = reqId;
     const res = await this.http.call<T>({ method, url, body, headers, timeoutMs });
     return res.body;
+  }
+
+  // ---- FWAPI
+
+  /** sdc-clients FWAPI createUpdate: the update's uuid; throws when there is no FWAPI. */
+  async fwapiUpdate(update: Obj, reqId: string): Promise<string> {
+    if (!this.urls.fwapi) throw new Error('no FWAPI');
+    const res = await this.json<{ update_uuid?: string }>('POST', `${this.urls.fwapi}/updates`, update, reqId, 10_000);
+    return String(res?.update_uuid);
   }
 
   // ---- CNAPI

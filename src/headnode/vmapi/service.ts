@@ -43,6 +43,8 @@ export interface VmapiServiceOptions {
   imgapiUrl: string;
   /** PAPI, where a `billing_id` is looked up (provisions, resizes); without it none is. */
   papiUrl?: string;
+  /** FWAPI, for the workflows' fwapi.update step; none: the step answers "Error updating FWAPI". */
+  fwapiUrl?: string;
   /** Jobs running at once (all VMs together); default 32. */
   jobConcurrency?: number;
 }
@@ -73,6 +75,7 @@ export class VmapiService {
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
       ...(opts.papiUrl ? { papi: trim(opts.papiUrl) } : {}),
+      ...(opts.fwapiUrl ? { fwapi: trim(opts.fwapiUrl) } : {}),
     });
     this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
     // Jobs: the newest 5000 are kept, saved at most once a second (nobody waits on them).

@@ -161,7 +161,7 @@ export function provisionWorkflow(env: WorkflowEnv): WorkflowDef {
     waitTask(env),
     step('volapi.add_volumes_references', async () => 'No created NFS volume to which a reference needs to be added'),
     putVm(env),
-    updateFwapi,
+    updateFwapi(env),
     releaseVmTicket(env),
     step('cnapi.release_fabric_nat_tickets', async () => 'No fabric NAT tickets to release'),
   ];

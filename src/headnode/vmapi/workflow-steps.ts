@@ -251,18 +251,36 @@ export function checkUpdated(env: WorkflowEnv): Step {
   };
 }
 
-/** `updateFwapi`: the dev DC has no FWAPI; VMAPI's step answers as it does when FWAPI fails. */
-export const updateFwapi: Step = {
-  name: 'fwapi.update',
-  body: async (ctx) => {
-    const jp = (ctx.params.payload as Params | undefined) ?? ctx.params;
-    const props = ['add_nics', 'firewall_enabled', 'nics', 'remove_ips', 'remove_nics', 'remove_tags', 'set_tags', 'tags'];
-    if (!props.some((k) => k in jp) && ctx.params.task !== 'destroy') {
-      return 'No properties affecting FWAPI found: not updating';
-    }
-    return 'Error updating FWAPI';
-  },
-};
+/**
+ * `updateFwapi` (sdc-vmapi lib/workflows/job-common.js): the properties that matter to
+ * firewalls posted to FWAPI as an update (`POST /updates`, type vm.add for a provision,
+ * vm.delete for a destroy, vm.update otherwise) for the firewallers; a failure to reach FWAPI
+ * never fails the job, as in VMAPI.
+ */
+export function updateFwapi(env: WorkflowEnv): Step {
+  return {
+    name: 'fwapi.update',
+    body: async (ctx) => {
+      const jp = (ctx.params.payload as Params | undefined) ?? ctx.params;
+      const props = ['add_nics', 'firewall_enabled', 'nics', 'remove_ips', 'remove_nics', 'remove_tags', 'set_tags', 'tags'];
+      const task = ctx.params.task;
+      const update: Params = {};
+      for (const k of props) if (k in jp) update[k] = jp[k];
+      if (Object.keys(update).length === 0 && task !== 'destroy') return 'No properties affecting FWAPI found: not updating';
+      update.owner_uuid = jp.owner_uuid ?? ctx.params.owner_uuid;
+      update.server_uuid = jp.server_uuid ?? ctx.params.server_uuid;
+      update.type = task === 'provision' ? 'vm.add' : task === 'destroy' ? 'vm.delete' : 'vm.update';
+      update.uuid = jp.uuid ?? jp.vm_uuid ?? ctx.params.vm_uuid;
+      try {
+        const id = await env.peers.fwapiUpdate(update, reqIdOf(ctx));
+        return `Updated FWAPI with update UUID: ${id}`;
+      } catch (err) {
+        ctx.log.warn({ err }, 'Error sending update to FWAPI');
+        return 'Error updating FWAPI';
+      }
+    },
+  };
+}
 
 /** `refreshVm`: a `GET /vms/:uuid?sync=true` only after the VM reached the CN (markAsFailedOnError false). */
 export function refreshVm(env: WorkflowEnv, name: string, refresh: (ctx: JobContext) => Promise<Obj | undefined>): Step {

@@ -176,7 +176,7 @@ export function workflows(env: WorkflowEnv): Record<string, WorkflowDef> {
     zoneAction(env, 'cnapi.update_vm'),
     waitTask(env),
     putVm(env),
-    updateFwapi,
+    updateFwapi(env),
     releaseVmTicket(env),
   ]);
 
@@ -195,7 +195,7 @@ export function workflows(env: WorkflowEnv): Record<string, WorkflowDef> {
       waitTask(env),
       checkUpdated(env),
       putVm(env),
-      updateFwapi,
+      updateFwapi(env),
       releaseVmTicket(env),
       noFabric.release,
     ],
@@ -263,7 +263,7 @@ export function workflows(env: WorkflowEnv): Record<string, WorkflowDef> {
     waitTask(env),
     checkUpdated(env),
     putVm(env),
-    updateFwapi,
+    updateFwapi(env),
     releaseVmTicket(env),
   ]);
 
@@ -356,7 +356,7 @@ export function workflows(env: WorkflowEnv): Record<string, WorkflowDef> {
           return 'NICs removed';
         },
       },
-      updateFwapi,
+      updateFwapi(env),
       {
         name: 'volapi.remove_volumes_references',
         body: async () => 'URL for volapi service not present, not provisioning NFS volume',

@@ -11,6 +11,7 @@ const COLORS = {
   partitioned: '#9b59b6',
   rebooting: '#3498db',
   starting: '#95a5a6',
+  booting: '#e67e22',
 };
 const $ = (id) => document.getElementById(id);
 const canvas = $('grid');
@@ -305,6 +306,20 @@ function renderPanel(d) {
   row('CPUs', esc(d.sysinfo['CPU Total Cores']));
   if (d.conditions) row('conditions', `<span class="mono">${esc(JSON.stringify(d.conditions))}</span>`);
   html.push('</table>');
+  if (d.boot) {
+    const b = d.boot;
+    html.push('<h3>Last boot</h3><table class="kv" id="boot">');
+    row('why, how', esc(`${b.cause}, ${b.path === 'booter' ? 'by booter' : 'direct'}: ${b.phase}`));
+    if (b.path === 'booter') {
+      row('DHCP', esc(`${b.dhcpPackets} packets, ${b.dhcpRetransmits} retransmits, ${b.dhcpFailedRounds} rounds unanswered`));
+      row('to lease', esc(ms(b.leaseMs)));
+      row('boot file', esc(b.bootFileFrom ?? '–'));
+    }
+    row('to running', esc(ms(b.runningMs)));
+    row('platform', esc(b.platform ?? '–'));
+    if (b.lastError) row('last error', esc(b.lastError));
+    html.push('</table>');
+  }
 
   html.push(`<h3>VMs (${d.vms.length})</h3>`);
   if (d.vms.length === 0) html.push('<p class="hint">none</p>');
@@ -318,6 +333,14 @@ function renderPanel(d) {
       );
     }
     html.push('</table>');
+  }
+
+  // config-agent's and firewaller's view of the CN (absent without a SAPI / FWAPI).
+  const ag = d.agents ?? {};
+  if ('configAgeSeconds' in ag || 'fwRules' in ag) {
+    const cfg = !('configAgeSeconds' in ag) ? 'no SAPI' : ag.configAgeSeconds === null ? (ag.configStale ? 'stale: never checked' : 'not checked yet') : `${ag.configAgeSeconds}s old${ag.configStale ? ' (stale)' : ''}`;
+    html.push(`<h3>Agents</h3><p id="agent-facts">config from SAPI: <span class="${ag.configStale ? 'err' : ''}">${esc(cfg)}</span>` +
+      ('fwRules' in ag ? ` · firewall: ${esc(ag.fwRules)} rules, ${esc(ag.fwRvms)} remote VMs` : '') + '</p>');
   }
 
   html.push(`<h3>Recent tasks (${d.tasks.length})</h3>`);
@@ -427,6 +450,27 @@ window.addEventListener('resize', () => {
 setInterval(() => {
   if (selected && document.visibilityState === 'visible') refreshPanel();
 }, 3000);
+
+// The latest boot storm's summary (docs/boot.md), when CNs have booted: every 5 s.
+async function refreshBoots() {
+  if (document.visibilityState !== 'visible') return;
+  let s;
+  try {
+    s = (await (await fetch('/api/boots')).json()).summary;
+  } catch {
+    return;
+  }
+  const el = $('boots');
+  el.hidden = !s;
+  if (!s) return;
+  const sec = (n) => (n === null ? '–' : `${(n / 1000).toFixed(1)} s`);
+  el.textContent =
+    `boots${s.eventId ? ` of event ${s.eventId.slice(0, 8)}` : ''}: ${s.boots}, ${s.running} running, ${s.notBack} not back · ` +
+    `to lease p50 ${sec(s.leaseMs.p50)} p99 ${sec(s.leaseMs.p99)} · to running p50 ${sec(s.runningMs.p50)} p99 ${sec(s.runningMs.p99)} · ` +
+    `${s.dhcpRetransmits} DHCP retransmits`;
+}
+refreshBoots();
+setInterval(refreshBoots, 5000);
 
 function render() {
   const matching = drawGrid();

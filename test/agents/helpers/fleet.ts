@@ -12,6 +12,7 @@ import { newUuid } from '../../../src/common/uuid.js';
 import type { AgentPluginContext, FleetView, ServiceUrls } from '../../../src/runtime/agent-plugin.js';
 import { Scheduler } from '../../../src/runtime/scheduler.js';
 import { serverPaths } from '../../../src/mockcn/layout.js';
+import { builtinAgentRecords } from '../../../src/mockcn/agents-dir.js';
 import { MockCnImpl } from '../../../src/mockcn/mock-cn.js';
 import { getProfile } from '../../../src/mockcn/profiles.js';
 import { buildSysinfo, randomMockMac } from '../../../src/mockcn/sysinfo-template.js';
@@ -22,6 +23,8 @@ export interface AddCnOptions {
   agentIp?: string;
   adminIp?: string;
   adminMac?: string;
+  /** Give it the ten built-in agents with their instance uuids, as a daemon's CN has. */
+  agents?: boolean;
 }
 
 export class TestFleet implements FleetView {
@@ -65,7 +68,7 @@ export class TestFleet implements FleetView {
     const paths = serverPaths(this.dataDir, uuid);
     await fsp.mkdir(paths.vms, { recursive: true });
     const vms = await this.vmadm.openServer(uuid, sysinfo);
-    const cn = new MockCnImpl({ uuid, paths, vms, sysinfo });
+    const cn = new MockCnImpl({ uuid, paths, vms, sysinfo, ...(opts.agents ? { agents: builtinAgentRecords(uuid) } : {}) });
     cn.agentAddress = { ip: opts.agentIp ?? '127.0.0.1', port: 0 };
     this.cns.set(uuid, cn);
     return cn;

@@ -89,6 +89,13 @@ export class HeartbeatRecorder {
     this.cns.delete(uuid);
   }
 
+  /** One CN's worst gap since the mark, as `snapshot` counts it (0: it never heartbeated). */
+  gapOf(uuid: string, now: number): number {
+    const r = this.cns.get(uuid);
+    if (!r || r.lastHeartbeatAt === NONE) return 0;
+    return Math.max(r.maxGapMs, now - r.lastHeartbeatAt);
+  }
+
   /** Start a new gap-measuring window: gaps seen before now no longer count. */
   mark(now: number): void {
     this.markAt = now;

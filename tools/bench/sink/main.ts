@@ -3,11 +3,14 @@
  * the CNAPI, VMAPI and NAPI listeners on loopback, tells the parent their URLs, and exits when
  * told to, on SIGTERM, or when the parent goes away (the IPC channel closes).
  */
+import { AgentsSink, type AgentsSinkUrls } from './agents-sink.js';
 import { RecordingSink } from './sink.js';
 
 export interface SinkReadyMessage {
   type: 'ready';
   urls: { cnapi: string; vmapi: string; napi: string };
+  /** SAPI and FWAPI for config-agent and firewaller (the agents step). */
+  agents: AgentsSinkUrls;
   networks: { admin: string; external: string; externalSubnet: string; externalGateway: string };
 }
 
@@ -15,11 +18,13 @@ async function main(): Promise<void> {
   const bindIp = process.env.SINK_BIND_IP || '127.0.0.1';
   const sink = new RecordingSink(bindIp);
   const urls = await sink.start();
+  const agents = new AgentsSink(bindIp);
+  const agentUrls = await agents.start();
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
-    void sink.stop().finally(() => process.exit(0));
+    void Promise.all([sink.stop(), agents.stop()]).finally(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
@@ -30,6 +35,7 @@ async function main(): Promise<void> {
   const ready: SinkReadyMessage = {
     type: 'ready',
     urls,
+    agents: agentUrls,
     networks: {
       admin: sink.napi.admin.uuid,
       external: sink.napi.external.uuid,

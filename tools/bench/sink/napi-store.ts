@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { NIC_ANTI_SPOOF_FLAGS } from '../../../src/common/changefeed/protocol.js';
 import { MockcloudError } from '../../../src/common/errors.js';
+import { formatIpv4, parseIpv4 } from '../../../src/common/ipv4.js';
 import { isObject } from './http-util.js';
 
 export interface SinkNetwork {
@@ -47,14 +48,6 @@ const NIC_FIELDS = [
   'vlan_id',
   ...NIC_ANTI_SPOOF_FLAGS,
 ] as const;
-
-function ipToInt(ip: string): number {
-  return ip.split('.').reduce((acc, part) => acc * 256 + Number(part), 0);
-}
-
-function intToIp(n: number): string {
-  return [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join('.');
-}
 
 /** `00:10:fe:aa:bb:cc` from `0010feaabbcc`, `00-10-fe-...` or the colon form; undefined if not a MAC. */
 export function normalizeMac(raw: string): string | undefined {
@@ -100,7 +93,7 @@ export class NapiStore {
     };
     for (const n of [this.admin, this.external]) {
       this.networks.set(n.uuid, n);
-      this.nextIp.set(n.uuid, ipToInt(n.provision_start_ip));
+      this.nextIp.set(n.uuid, parseIpv4(n.provision_start_ip)!);
     }
   }
 
@@ -111,7 +104,7 @@ export class NapiStore {
   /** Forget every NIC and restart IP allocation (between benchmark steps). */
   clear(): void {
     this.nics.clear();
-    for (const n of this.networks.values()) this.nextIp.set(n.uuid, ipToInt(n.provision_start_ip));
+    for (const n of this.networks.values()) this.nextIp.set(n.uuid, parseIpv4(n.provision_start_ip)!);
   }
 
   listNetworks(name?: string): SinkNetwork[] {
@@ -250,13 +243,13 @@ export class NapiStore {
 
   private allocateIp(net: SinkNetwork): string {
     const next = this.nextIp.get(net.uuid)!;
-    if (next > ipToInt(net.provision_end_ip)) {
+    if (next > parseIpv4(net.provision_end_ip)!) {
       throw new MockcloudError('InvalidParameters', `No more free IPs in network ${net.uuid}`, {
         errors: [{ field: 'network_uuid', code: 'SubnetFull', message: 'Subnet is full' }],
       });
     }
     this.nextIp.set(net.uuid, next + 1);
-    return intToIp(next);
+    return formatIpv4(next);
   }
 
   private etag(): string {

@@ -48,6 +48,28 @@ export class SinkProcess {
     return new SinkProcess(child, ready);
   }
 
+  /** The sink's SAPI and FWAPI (the agents step). */
+  get agentUrls(): SinkReadyMessage['agents'] {
+    return this.ready.agents;
+  }
+
+  /** What the sink's SAPI and FWAPI were asked, by counter. */
+  async agentStats(): Promise<{ counters: Record<string, number>; clients: number }> {
+    const res = await fetch(`${this.ready.agents.sapi}/__sink/agents/stats`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    return (await res.json()) as { counters: Record<string, number>; clients: number };
+  }
+
+  /** FWAPI sends this rule (fw.add_rule) to the connected firewallers. */
+  async sendRule(rule: string, ownerUuid: string): Promise<void> {
+    const res = await fetch(`${this.ready.agents.sapi}/__sink/agents/rule`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rule, owner_uuid: ownerUuid }),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    if (res.status !== 202) throw new Error(`sink rule: HTTP ${res.status}`);
+  }
+
   async stats(): Promise<SinkStats> {
     return (await this.control('GET', 'stats')) as SinkStats;
   }

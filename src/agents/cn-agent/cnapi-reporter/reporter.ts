@@ -65,6 +65,8 @@ export interface CnapiReporterOptions {
    * the scheduler's and a wait behind the CN's other messages all count (the daemon's metrics).
    */
   onHeartbeatLate?: (ms: number) => void;
+  /** CNAPI accepted the first heartbeat of a CN since it came up (the boot report's `running`). */
+  onFirstHeartbeat?: (cn: MockCn) => void;
 }
 
 export interface ReporterCounters {
@@ -121,6 +123,7 @@ export class CnapiReporter implements MockCnHooks {
   private readonly defaultVersion: string;
   private readonly onError: ((kind: MessageKind) => void) | undefined;
   private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
+  private readonly onFirstHeartbeat: ((cn: MockCn) => void) | undefined;
   private running = false;
   /** Heartbeats sent ahead and not yet answered, and who waits for them. */
   private readonly ahead = { pending: 0, waiters: [] as (() => void)[] };
@@ -136,6 +139,7 @@ export class CnapiReporter implements MockCnHooks {
     this.defaultVersion = opts.defaultAgentVersion ?? '2.15.0';
     this.onError = opts.onError;
     this.onHeartbeatLate = opts.onHeartbeatLate;
+    this.onFirstHeartbeat = opts.onFirstHeartbeat;
   }
 
   get standalone(): boolean {
@@ -379,7 +383,10 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private async sendHeartbeat(link: CnLink): Promise<void> {
-    if ((await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {})) === true) link.lastHeartbeatAt = Date.now();
+    if ((await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {})) === true) {
+      if (link.lastHeartbeatAt === 0 && !link.detached) this.onFirstHeartbeat?.(link.cn);
+      link.lastHeartbeatAt = Date.now();
+    }
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;

@@ -1,17 +1,17 @@
 /**
  * A docker build on a mock CN: the steps of TritonDataCenter/sdc-docker-build lib/build.js
  * (the Builder the real docker-build.js drives), over the build context from the client and
- * the container model (container-fs.ts) instead of a zone root.
+ * the container model (docker/container-fs.ts) instead of a zone root.
  *
  * For each Dockerfile instruction: `Step N/M : <instruction>` on stdout; the cache lookup
- * (`find_cached_image`) unless `nocache`; the instruction; the layer (docker-build-layers.ts);
+ * (`find_cached_image`) unless `nocache`; the instruction; the layer (layers.ts);
  * ` ---> <short id>`. FROM asks sdc-docker to reprovision the build container
  * (`image_reprovision`) unless it is `scratch`; RUN asks it to run the command (`run`). ADD
  * and COPY copy from the context into the container (local files, directories, simple
  * wildcards; ADD also unpacks a local tar or tar.gz); remote URLs are refused as the real
  * builder refuses them. After the last step, the build asks sdc-docker to tag the result
- * (`build_finished`). The context and copy planning are docker-build-context.ts, instruction
- * helpers docker-build-words.ts, layers and IMGAPI docker-build-layers.ts.
+ * (`build_finished`). The context and copy planning are context.ts, instruction
+ * helpers words.ts, layers and IMGAPI layers.ts.
  */
 import path from 'node:path';
 import { parse as parseDockerfile } from 'docker-file-parser';

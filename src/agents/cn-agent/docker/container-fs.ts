@@ -89,10 +89,17 @@ function sizeOf(n: FsNode): number {
   return n.type === 'file' ? n.content.length : 0;
 }
 
+/** Each CN's container files, made on first use and gone with its cn-agent slot. */
+const filesByCn = new WeakMap<CnTaskState, ContainerFiles>();
+
 /** The CN's container files (made on first use). */
 export function containerFilesOf(state: CnTaskState, vms: Pick<VmStore, 'get'>): ContainerFiles {
-  state.containerFiles ??= new ContainerFiles((uuid) => vms.get(uuid, { include_dni: true }) !== undefined);
-  return state.containerFiles;
+  let files = filesByCn.get(state);
+  if (!files) {
+    files = new ContainerFiles((uuid) => vms.get(uuid, { include_dni: true }) !== undefined);
+    filesByCn.set(state, files);
+  }
+  return files;
 }
 
 /** `path.normalize('/' + p)`, what the real copy helpers stat. */

@@ -1,6 +1,6 @@
 /**
  * The entry of the mock global-zone commands: `node main.js <snapshot.json> <command>
- * [args...]`, run by the one-line wrappers tasks/gz-snapshot.ts writes for one script run. It
+ * [args...]`, run by the one-line wrappers gz-scripts/gz-snapshot.ts writes for one script run. It
  * reads the CN's snapshot, answers like the SmartOS command of that name (run.ts) and exits
  * with that command's status. Nothing lives on: each call reads the file and ends.
  */

@@ -1,8 +1,9 @@
 /**
  * What the mock global-zone commands read: one JSON snapshot of the CN, written by
- * command_execute for one script run (tasks/gz-snapshot.ts) and removed after it, and what
+ * command_execute for one script run (gz-scripts/gz-snapshot.ts) and removed after it, and what
  * each command answers.
  */
+import type { RemoteVm, RuleData } from '../../firewaller/rules.js';
 import type { Dataset, Pool } from '../zfs/model.js';
 
 export interface GzImage {
@@ -23,6 +24,8 @@ export interface GzSnapshot {
   zfs: { pool: Pool; datasets: GzDataset[] };
   /** The installed images as `imgadm list -j` prints them. */
   images: GzImage[];
+  /** The firewaller's store of the CN (fwadm's /var/fw); absent: empty. */
+  firewall?: { rules: RuleData[]; rvms: RemoteVm[] };
 }
 
 export interface CommandResult {

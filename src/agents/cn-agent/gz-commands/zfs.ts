@@ -1,5 +1,5 @@
 /**
- * `zfs list` and `zpool list` over the CN's ZFS view (tasks/zfs-model.ts), laid out as the
+ * `zfs list` and `zpool list` over the CN's ZFS view (zfs/model.ts), laid out as the
  * illumos tools lay them out (table.ts): `zfs list [-r|-d depth] [-Hp] [-o prop,...]
  * [-s prop]... [-S prop]... [-t type,...] [dataset...]` (filesystems and volumes unless -t;
  * snapshots after their dataset) and `zpool list [-Hp] [-o prop,...] [pool...]`. Other

@@ -1,6 +1,6 @@
 /**
  * The global zone a command_execute script sees: a directory of mock SmartOS commands
- * (`sysinfo`, `vmadm`, `zfs`, `zpool`, `imgadm`, `uname`, `hostname`, `zonename`) put first on
+ * (`sysinfo`, `vmadm`, `zfs`, `zpool`, `imgadm`, `fwadm`, `uname`, `hostname`, `zonename`) put first on
  * its PATH, each a one-line wrapper running the compiled gz-commands/main.js on a JSON
  * snapshot of the CN taken just before the script starts (sysinfo, VMs, ZFS view, images).
  * All of it lives in one temporary directory per run, removed after the run.
@@ -67,7 +67,8 @@ async function takeSnapshot(ctx: TaskContext): Promise<GzSnapshot> {
   const vms = ctx.cn.vms.list({ include_dni: true }).map((vm) => ({ ...vm }) as Record<string, unknown>);
   const view = await viewOf(ctx);
   const zfs = { pool: view.pool, datasets: view.datasets.map((d) => ({ ...d, properties: datasetProperties(view, d) })) };
-  return { sysinfo, vms, zfs, images: await installedImages(ctx, String(sysinfo.Zpool || 'zones')) };
+  const firewall = ctx.env.firewallState?.(ctx.cn.uuid);
+  return { sysinfo, vms, zfs, images: await installedImages(ctx, String(sysinfo.Zpool || 'zones')), ...(firewall ? { firewall } : {}) };
 }
 
 /**

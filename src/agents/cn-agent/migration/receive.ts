@@ -12,7 +12,7 @@
  * - `zfs-destroy` {zfsFilesystem: 'ds@snap'}: drop that snapshot (a missing one is fine);
  * - `ping`, `stop` (answered, then the process ends); `rate`/`status` are Not Implemented.
  *
- * The stream is the stand-in migrate-send.ts writes: a header line naming the dataset and
+ * The stream is the stand-in send.ts writes: a header line naming the dataset and
  * the snapshots it carries, then filler up to the announced size. A complete stream records
  * the snapshots on this CN's dataset (a first sync replaces what was there).
  */

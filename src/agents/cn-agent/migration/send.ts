@@ -14,7 +14,7 @@
  * names, work out the next `vm-migration-N` snapshot (first, incremental or resumed),
  * snapshot, estimate; then send each dataset (`sync` on the receiver, the stream, wait for
  * `sync-success`), keep only the newest migration snapshot on both sides, and `stop` the
- * receiver. The stream is a stand-in (see migrate-receive.ts) of the size migration-state.ts
+ * receiver. The stream is a stand-in (see receive.ts) of the size state.ts
  * gives; `zfs_send_mbps_limit` paces it as the real throttle does. Unlike the real process,
  * a last progress event is sent when a sync ends, so a sync shorter than a second still
  * reports its bytes.

@@ -17,7 +17,7 @@ import type { CnTaskState } from '../types.js';
 /** The real agent's SNAPSHOT_NAME_PREFIX. */
 export const SNAPSHOT_PREFIX = 'vm-migration-';
 
-/** A migration process of this CN (see migration-listener.ts). */
+/** A migration process of this CN (see listener.ts). */
 export interface MigrationProcess {
   readonly pid: number;
   readonly vmUuid: string;

@@ -7,13 +7,13 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { messageOf } from '../../../common/errors.js';
 import { writeFileDurable } from '../../../common/durable-file.js';
 import { isUuid, newUuid } from '../../../common/uuid.js';
 import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
 import { AgentImageError, fetchAgentImage } from '../images/agent-image.js';
 import { isAgentName, uuidParam } from '../task-support/params.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const agentInstall = defineTask<{ imageUuid: string }>({
   name: 'agent_install',

@@ -7,10 +7,10 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { messageOf } from '../../../common/errors.js';
 import { materializeAgentsDir } from '../../../mockcn/agents-dir.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, isAgentName } from '../task-support/params.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const agentsUninstall = defineTask<{ agents: string[] }>({
   name: 'agents_uninstall',

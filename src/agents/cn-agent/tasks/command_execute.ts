@@ -8,9 +8,9 @@ import { invalid, optArrayParam, optNumberParam, optObjectParam, stringParam } f
 /**
  * command_execute (CNAPI `POST /servers/:uuid/execute`).
  *
- * With `--allow-execute` the script runs as the real task runs it (execute-script.ts), in a
+ * With `--allow-execute` the script runs as the real task runs it (gz-scripts/execute-script.ts), in a
  * shell on the daemon's host as the daemon's user, with mock global-zone commands answering
- * from this CN's state first on its PATH (gz-snapshot.ts, docs/execute.md). The finish value
+ * from this CN's state first on its PATH (gz-scripts/gz-snapshot.ts, docs/execute.md). The finish value
  * is the real one, `{err, exitCode, signal, stdout, stderr}`.
  *
  * Without it (the default: it runs anything anyone who can reach CNAPI sends) the task

@@ -15,7 +15,7 @@
  *    (with `error` when the build failed), then the socket is closed.
  *
  * `command: 'commit'` takes the second client only and ends with `commit_finished`.
- * The steps are docker-build-steps.ts; publishing layers is docker-build-layers.ts.
+ * The steps are docker-build/steps.ts; publishing layers is docker-build/layers.ts.
  */
 import type net from 'node:net';
 import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';

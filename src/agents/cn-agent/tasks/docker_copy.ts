@@ -17,6 +17,7 @@
  * (DockerCopyStoppedContainerNoPlatformSupport). Listeners close after 30 s without a client.
  */
 import type net from 'node:net';
+import { messageOf } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { advertisedHost, streamsOf } from '../stream-listeners.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
@@ -29,7 +30,7 @@ import {
   type FsNode,
 } from '../docker/container-fs.js';
 import { flagParam, invalid, isPlainObject, optStringParam, uuidParam } from '../task-support/params.js';
-import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 /** bin/docker-copy.js SERVER_CLOSE_TIMEOUT. */
 export const DOCKER_COPY_LISTEN_SECONDS = 30;

@@ -9,12 +9,13 @@
  * - `Detach`: the command is started and the task finishes with `{}` (no listener).
  * - Otherwise the task answers `{host, port}`: a listener on the CN's agent IP that closes
  *   when nobody connects within 30 s. Its one client gets the command's output framed as
- *   docker-stdio.ts describes, then `{"type":"end","data":{"code","signal"}}`, then the end of
+ *   docker/stdio.ts describes, then `{"type":"end","data":{"code","signal"}}`, then the end of
  *   the stream. `Logs` streams the container's stdio log (a mock container has none: the
  *   stream just ends); `AttachConsole` streams what the container's init command
  *   (`docker:entrypoint` + `docker:cmd`) prints.
  */
 import type net from 'node:net';
+import { messageOf } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { advertisedHost, streamsOf, type StreamSession } from '../stream-listeners.js';
 import { defineTask, TaskError, type TaskContext } from '../types.js';
@@ -22,7 +23,7 @@ import { containerFilesOf, ContainerFs } from '../docker/container-fs.js';
 import { dockerExec, StdinQueue, type ExecIo } from '../docker/container-exec.js';
 import { clientMessages, tryEnd, writeData, writeEnd } from '../docker/stdio.js';
 import { invalid, isPlainObject, uuidParam } from '../task-support/params.js';
-import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 /** bin/docker-exec.js SERVER_CLOSE_TIMEOUT. */
 export const DOCKER_EXEC_LISTEN_SECONDS = 30;

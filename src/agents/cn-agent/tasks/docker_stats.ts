@@ -4,7 +4,7 @@
  *
  * The task answers `{host, port}` of a listener on the CN's agent IP that closes after 60 s
  * without a client. Like the real task it does not look the VM up: a VM that is missing or not
- * running just has no zone figures in its records (docker-stats-sample.ts). The one client gets
+ * running just has no zone figures in its records (docker/stats-sample.ts). The one client gets
  * a JSON record and `\r\n` at once, then every second while `payload.doStream` is true; with
  * `doStream` false it gets one record and the connection is closed. The stream stops when the
  * client ends its side. A `doStream` that is not a boolean makes the real helper die on its

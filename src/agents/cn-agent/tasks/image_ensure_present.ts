@@ -1,5 +1,5 @@
 /**
- * image_ensure_present: import an image (installed-images.ts says what that means here).
+ * image_ensure_present: import an image (images/installed.ts says what that means here).
  */
 import { defineTask, TaskError } from '../types.js';
 import { fetchManifest, isImageInstalled, markImageInstalled } from '../images/installed.js';

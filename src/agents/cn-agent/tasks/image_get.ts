@@ -1,5 +1,5 @@
 /**
- * image_get: the manifest of an installed image (installed-images.ts), as imgadm get prints it.
+ * image_get: the manifest of an installed image (images/installed.ts), as imgadm get prints it.
  */
 import { imageNotInstalled } from '../gz-commands/imgadm.js';
 import { defineTask, TaskError, type InstalledImage } from '../types.js';

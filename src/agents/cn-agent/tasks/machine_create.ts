@@ -7,12 +7,13 @@
  * `filesystems` and internal_metadata included) and removes the rest with a warning in
  * the task log.
  */
+import { messageOf } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
 import { isImageInstalled, markImageInstalled } from '../images/installed.js';
 import { includeDni, nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from '../task-support/params.js';
-import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 export interface CreateParams {
   uuid: string;

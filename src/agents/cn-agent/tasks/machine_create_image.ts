@@ -10,11 +10,12 @@
  * script, snapshots, rolls the VM back and starts it again, so the VM ends as it began.
  * Here the script does not run (there is no guest); the stop and the start do.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError, type TaskParams } from '../types.js';
 import { buildImageFile, buildManifest, IMGADM_COMPRESSIONS, ImgadmError, publishImage } from '../images/imgadm-create.js';
 import { childCrash } from '../task-support/child-crash.js';
 import { flagParam, invalid, isPlainObject, optNumberParam, optStringParam } from '../task-support/params.js';
-import { messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { restCodeOf } from '../vmadm-bridge/vm-common.js';
 import { isUuid } from '../../../common/uuid.js';
 
 interface CreateImageParams {

@@ -5,10 +5,11 @@
  * failure as `vmadm exited with code: 1 signal: null` (vmadm's "No snapshot named ..." is
  * on stderr), so deleting a snapshot that does not exist fails on a real CN, and here.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask } from '../types.js';
 import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { validateSnapshot, type SnapshotParams } from '../task-support/params.js';
-import { loadVm, messageOf, vmadmError } from '../vmadm-bridge/vm-common.js';
+import { loadVm, vmadmError } from '../vmadm-bridge/vm-common.js';
 
 export const machineDeleteSnapshot = defineTask<SnapshotParams>({
   name: 'machine_delete_snapshot',

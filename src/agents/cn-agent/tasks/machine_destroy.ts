@@ -3,10 +3,11 @@
  * agent's provision guard file), and a VM that is already gone is success: the task is
  * idempotent.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
 import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { uuidParam } from '../task-support/params.js';
-import { isVmNotFound, messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { isVmNotFound, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 export const machineDestroy = defineTask<{ uuid: string }>({
   name: 'machine_destroy',

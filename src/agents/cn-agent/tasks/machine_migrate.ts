@@ -6,8 +6,8 @@
  * `POST /servers/:s/vms/:uuid/migrate`, with the step to take in `action`:
  *
  * - `sync` (source) / `receive` (target): start the sending / receiving migration process
- *   and finish with `{event: 'setup completed', host, pid, port}` (migrate-send.ts,
- *   migrate-receive.ts); VMAPI then drives the sync over those two sockets;
+ *   and finish with `{event: 'setup completed', host, pid, port}` (migration/send.ts,
+ *   migration/receive.ts); VMAPI then drives the sync over those two sockets;
  * - `kill_migration_process` {pid, vm_uuid}: stop a migration process that ignored `stop`;
  * - `get-filesystem-details` {vm}: `{quotaStr, reservationStr}` of the zone dataset;
  *   `remove-zfs-quota` / `restore-zfs-quota` {vm}: the bhyve quota dance around a sync;
@@ -24,6 +24,7 @@
  * rollback destroys the reserved target, and finalize destroys the hidden source. So at
  * every step both VM files exist, or the untouched source does.
  */
+import { messageOf } from '../../../common/errors.js';
 import { isUuid } from '../../../common/uuid.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
 import { childCrash } from '../task-support/child-crash.js';
@@ -31,7 +32,7 @@ import { MigrationReceiver } from '../migration/receive.js';
 import { MigrationSender } from '../migration/send.js';
 import { migrationState, sendSize, SNAPSHOT_PREFIX, vmOfDataset, zoneDataset } from '../migration/state.js';
 import { invalid, isPlainObject } from '../task-support/params.js';
-import { isVmNotFound, messageOf } from '../vmadm-bridge/vm-common.js';
+import { isVmNotFound } from '../vmadm-bridge/vm-common.js';
 
 const GiB = 1024 * 1024 * 1024;
 

@@ -2,10 +2,12 @@
  * machine_update_nics (the smartos task): move every VM's NICs on one network to its new
  * gateway, resolvers and routes.
  */
+import { messageOf } from '../../../common/errors.js';
+import { broadcastAddress, parseIpv4 } from '../../../common/ipv4.js';
 import type { Vm, VmNic } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskParams } from '../types.js';
 import { isPlainObject, optUuidParam } from '../task-support/params.js';
-import { loadVm, messageOf, restCodeOf } from '../vmadm-bridge/vm-common.js';
+import { loadVm, restCodeOf } from '../vmadm-bridge/vm-common.js';
 
 interface Network {
   uuid?: unknown;
@@ -20,21 +22,14 @@ interface Network {
   end: number;
 }
 
-function aton(addr: unknown): number | undefined {
-  if (typeof addr !== 'string' || !/^\d{1,3}(\.\d{1,3}){3}$/.test(addr)) return undefined;
-  const o = addr.split('.').map(Number);
-  if (o.some((x) => x > 255)) return undefined;
-  return ((o[0]! * 256 + o[1]!) * 256 + o[2]!) * 256 + o[3]!;
-}
-
 /** A network with its address range, or undefined when its subnet is unusable. */
 function withRange(raw: unknown): Network | undefined {
   if (!isPlainObject(raw) || typeof raw.subnet !== 'string') return undefined;
   const [base, bits] = raw.subnet.split('/');
-  const start = aton(base);
+  const start = parseIpv4(base);
   const n = Number(bits);
   if (start === undefined || !Number.isInteger(n) || n < 0 || n > 32) return undefined;
-  return { ...(raw as Omit<Network, 'start' | 'end'>), subnet: raw.subnet, start, end: start + 2 ** (32 - n) - 1 };
+  return { ...(raw as Omit<Network, 'start' | 'end'>), subnet: raw.subnet, start, end: broadcastAddress({ start, bits: n }) };
 }
 
 function onNetwork(net: Network, nic: VmNic, ipNum: number): boolean {
@@ -78,7 +73,7 @@ function planUpdates(vms: readonly Vm[], orig: Network, networks: Network[]): Ni
     const newRoutes: Record<string, string> = {};
     const updateNics: { mac: string; gateway: unknown }[] = [];
     for (const nic of nics) {
-      const ipNum = aton(nic.ip);
+      const ipNum = parseIpv4(nic.ip);
       if (ipNum === undefined) continue;
       const onOrig = onNetwork(orig, nic, ipNum);
       if (onOrig) matched = true;

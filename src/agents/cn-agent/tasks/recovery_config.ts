@@ -8,11 +8,11 @@
  * (`PUT /pivtokens/<pivtoken>/recovery-tokens`) when a KBMAPI URL is configured.
  */
 import { createHash } from 'node:crypto';
+import { messageOf } from '../../../common/errors.js';
 import { repeatableUuidFromHex } from '../../../common/uuid.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, optStringParam } from '../task-support/params.js';
 import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from '../task-support/sysinfo-file.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface RecoveryParams {
   action?: string;

@@ -5,8 +5,8 @@
  * hold the CN's 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but
  * never enforced.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const refreshAgents = defineTask<Record<string, never>>({
   name: 'refresh_agents',

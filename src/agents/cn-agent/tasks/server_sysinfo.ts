@@ -1,9 +1,9 @@
 /**
  * server_sysinfo: the CN's sysinfo as the agent reports it (sysinfo-file.ts).
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
 import { readCnSysinfo, withAgentAddress } from '../task-support/sysinfo-file.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 export const serverSysinfo = defineTask<Record<string, never>>({
   name: 'server_sysinfo',

@@ -5,10 +5,10 @@
  * lib/backends/smartos/tasks/server_update_nics.js): CNAPI's workflow refreshes the sysinfo
  * itself afterwards.
  */
+import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, isPlainObject } from '../task-support/params.js';
 import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from '../task-support/sysinfo-file.js';
-import { messageOf } from '../vmadm-bridge/vm-common.js';
 
 interface NicUpdate {
   mac: string;

@@ -1,6 +1,6 @@
 /**
  * zfs_get_properties: `zfs get -Hp -o name,property,value <props> [<dataset>]` of the CN (its
- * ZFS view, zfs-model.ts) as node-zfs parses it, `{<dataset>: {<property>: <value>}}`, for
+ * ZFS view, zfs/model.ts) as node-zfs parses it, `{<dataset>: {<property>: <value>}}`, for
  * CNAPI's (deprecated) `/dataset-properties` and `/datasets/:dataset/properties`. node-zfs
  * runs this one with spawn, so a failure reads as zfs's stderr alone.
  */

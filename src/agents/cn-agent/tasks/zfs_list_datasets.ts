@@ -1,5 +1,5 @@
 /**
- * zfs_list_datasets: `zfs list -t all` of the CN (its ZFS view, zfs-model.ts), one object per
+ * zfs_list_datasets: `zfs list -t all` of the CN (its ZFS view, zfs/model.ts), one object per
  * dataset in node-zfs's fields, for CNAPI's (deprecated) `GET /servers/:uuid/datasets`.
  */
 import { defineTask } from '../types.js';

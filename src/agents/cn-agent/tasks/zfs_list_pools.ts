@@ -1,5 +1,5 @@
 /**
- * zfs_list_pools: `zpool list` of the CN (its ZFS view, zfs-model.ts, so the space the ZFS
+ * zfs_list_pools: `zpool list` of the CN (its ZFS view, zfs/model.ts, so the space the ZFS
  * write tasks added counts), for CNAPI's (deprecated) `GET /servers/:uuid/zpools`.
  */
 import { defineTask } from '../types.js';

@@ -1,6 +1,6 @@
 /**
  * zfs_list_snapshots: `zfs list -t snapshot -r [<dataset>]` of the CN (its ZFS view,
- * zfs-model.ts), for CNAPI's (deprecated) `GET /servers/:uuid/datasets/:dataset/snapshots`.
+ * zfs/model.ts), for CNAPI's (deprecated) `GET /servers/:uuid/datasets/:dataset/snapshots`.
  */
 import { defineTask } from '../types.js';
 import { datasetParam, queryFailure, viewOf } from '../zfs/cn-zfs.js';

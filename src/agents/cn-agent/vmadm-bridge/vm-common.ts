@@ -3,7 +3,7 @@
  * real agent reports (`'<op> error: <message>'`, with `details.restCode` when vmadm gave one,
  * which CNAPI maps, e.g. VmNotFound → 404), and the VM load that ends most tasks.
  */
-import { isMockcloudError } from '../../../common/errors.js';
+import { isMockcloudError, messageOf } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { TaskError, type TaskContext } from '../types.js';
 import { nodeVmadm } from './node-vmadm.js';
@@ -19,10 +19,6 @@ export function restCodeOf(err: unknown): string | undefined {
   }
   if (err.restCode !== err.code || MEANINGFUL_REST_CODES.has(err.restCode)) return err.restCode;
   return undefined;
-}
-
-export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** `<what> error: <message>` with `{restCode}` details when known, like the real tasks. */

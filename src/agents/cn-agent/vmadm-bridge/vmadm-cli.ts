@@ -21,9 +21,8 @@
  * Commands vmadm treats as done (starting a running VM, stopping a stopped one) exit 0 and
  * are no error at all.
  */
-import { isMockcloudError } from '../../../common/errors.js';
-import type { TaskLog } from '../types.js';
-import { messageOf } from './vm-common.js';
+import { isMockcloudError, messageOf } from '../../../common/errors.js';
+import type { TaskLog } from '../task-log.js';
 
 export class VmadmCliError extends Error {
   constructor(

@@ -1,9 +1,9 @@
 /**
  * What the zfs tasks share: the `dataset` param of the queries, the CN's ZFS state (loaded on
- * first use, zfs-state.ts), its ZFS view (zfs-model.ts) with the images it has installed, and
+ * first use, state.ts), its ZFS view (model.ts) with the images it has installed, and
  * running a write the way node-zfs reports a failed command.
  */
-import { TaskError, type TaskContext } from '../types.js';
+import { TaskError, type CnTaskState, type TaskContext } from '../types.js';
 import { imagesInUse } from '../images/installed.js';
 import { invalid, optStringParam } from '../task-support/params.js';
 import { ZfsCommandError } from './names.js';
@@ -28,9 +28,16 @@ export function argParam(p: Record<string, unknown>, key: string): string {
   return String(p[key]);
 }
 
+/** Each CN's ZFS store, made on its first ZFS task and gone with its cn-agent slot. */
+const stores = new WeakMap<CnTaskState, ZfsStore>();
+
 function storeOf(ctx: TaskContext): ZfsStore {
-  ctx.state.zfs ??= new ZfsStore(zfsStateFile(ctx.cn.paths.dir));
-  return ctx.state.zfs;
+  let store = stores.get(ctx.state);
+  if (!store) {
+    store = new ZfsStore(zfsStateFile(ctx.cn.paths.dir));
+    stores.set(ctx.state, store);
+  }
+  return store;
 }
 
 function buildView(ctx: TaskContext, changes: ZfsChanges): ZfsView {

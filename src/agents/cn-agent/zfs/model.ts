@@ -8,7 +8,7 @@
  * kvm: `<pool>/<uuid>-diskN`) and its snapshots (`@vmsnap-<name>`, as vmadm names them).
  * Pool usage starts from the status report's figure, so the numbers agree with CNAPI's.
  *
- * Laid over that: what the ZFS write tasks changed (zfs-state.ts), namely the datasets they made
+ * Laid over that: what the ZFS write tasks changed (state.ts), namely the datasets they made
  * and the properties they set. Their space counts against the pool and in every ancestor's
  * `used`; quotas bound `avail`; inheritable properties pass down the tree.
  */

@@ -12,7 +12,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../../../common/durable-file.js';
-import type { TaskLog } from '../types.js';
+import type { TaskLog } from '../task-log.js';
 import { nameProblem } from './names.js';
 import { isKnownProperty, type DatasetType } from './props.js';
 

@@ -1,0 +1,1 @@
+export { FwapiService, FWAPI_DOC, type FwapiServiceOptions } from './service.js';
