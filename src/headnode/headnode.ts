@@ -195,6 +195,7 @@ export class Headnode {
       this.vmapiService = vmapi;
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
+      this.imgapi.setPeers({ vmapi: vmapi.url, cnapi: cnapi.url, napi: this.napi.url, workflow: vmapi.workflowApi });
       this.fwapi.setVmapi(vmapi.url);
 
       if (this.opts.booter !== false) {

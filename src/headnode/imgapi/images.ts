@@ -67,6 +67,8 @@ export interface ImageManifest {
   generate_passwords?: boolean;
   inherited_directories?: string[];
   icon?: ImageIcon;
+  /** When a `creating` placeholder (CreateImageFromVm) expires if it is never published. */
+  expires_at?: string;
   /** What failed, for an image in state `failed` (an operator's UpdateImage). */
   error?: Record<string, unknown>;
 }

@@ -13,6 +13,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
+import { JsonHttpClient } from '../../common/http-client.js';
 import { MockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
@@ -22,6 +23,7 @@ import { buildTarball } from './build.js';
 import { matches, seedImages, serializeImage, type ImageManifest, type ListFilter } from './images.js';
 import { boolParam, checkIfMatch, ensureOwner, imageEtag, imageForRequest, notModified, requestAccount, validUuid, visibleTo } from './access.js';
 import { cloneImage } from './clone.js';
+import { CreateFromVm, type CreateFromVmPeers } from './create-from-vm.js';
 import { imgapiErrors, pingError } from './errors.js';
 import { addImageIcon, deleteImageIcon, getImageIcon } from './icons.js';
 import { adminImportLxdImage } from './lxd.js';
@@ -62,6 +64,9 @@ export class ImgapiService {
   private doc: StateDocument | undefined;
   private server: RestifyServer | undefined;
   private _url: string | undefined;
+  /** CreateImageFromVm, once the headnode has said where VMAPI, CNAPI and the workflow API are. */
+  private createFromVm: CreateFromVm | undefined;
+  private http: JsonHttpClient | undefined;
 
   constructor(opts: ImgapiServiceOptions) {
     this.log = opts.log.child({ component: 'imgapi' });
@@ -119,8 +124,24 @@ export class ImgapiService {
     this.log.info({ url: this._url, images: this.images.size }, 'IMGAPI listening');
   }
 
+  /** Where CreateImageFromVm finds the VM, sends the task and runs its job. */
+  setPeers(peers: CreateFromVmPeers): void {
+    this.http ??= new JsonHttpClient({ maxSockets: 16, timeoutMs: 60_000, userAgent: 'imgapi/4.13.1 (mockcloud)' });
+    const trim = (u: string): string => u.replace(/\/+$/, '');
+    this.createFromVm = new CreateFromVm({
+      http: this.http,
+      log: this.log,
+      imgapiUrl: () => this.url,
+      cat: this.catalogueView(),
+      urls: { ...peers, vmapi: trim(peers.vmapi), cnapi: trim(peers.cnapi), napi: trim(peers.napi) },
+    });
+  }
+
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
+    this.http?.close();
+    this.http = undefined;
+    this.createFromVm = undefined;
     this.server = undefined;
     this._url = undefined;
     if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving IMGAPI state failed'));
@@ -221,6 +242,10 @@ export class ImgapiService {
         if ((req.query as Record<string, unknown> | undefined)?.action === 'import-lxd-image') {
           adminImportLxdImage(req, res);
           return;
+        }
+        if ((req.query as Record<string, unknown> | undefined)?.action === 'create-from-vm') {
+          if (!this.createFromVm) throw new MockcloudError('ServiceUnavailable', 'Workflow API is down.');
+          return this.createFromVm.handle(req, randomUUID);
         }
         return createImage(cat, req, randomUUID);
       }),

@@ -3,7 +3,7 @@
  * machine_create_image) drives, following sdc-imgapi lib/images.js:
  *
  * - CreateImage `POST /images` (no action): a new unactivated image with a fresh uuid;
- *   `?action=create-from-vm` answers NotAvailable, as an IMGAPI without Manta storage does;
+ *   `?action=create-from-vm` is create-from-vm.ts;
  * - AdminImportImage `POST /images/:uuid?action=import`: the image with the manifest's own
  *   uuid, unactivated (a `creating` placeholder of that uuid is replaced, any other image
  *   of that uuid is ImageUuidAlreadyExists); the unset owner becomes the DC's admin;
@@ -81,9 +81,6 @@ async function ensureOrigin(cat: ImageCatalogue, origin: string | undefined): Pr
 /** `POST /images`. */
 export async function createImage(cat: ImageCatalogue, req: Req, newUuid: () => string): Promise<Reply> {
   const action = actionOf(req);
-  if (action === 'create-from-vm') {
-    throw new MockcloudError('NotImplemented', 'custom image creation is not currently available', { restCode: 'NotAvailable' });
-  }
   if (action !== undefined) throw invalidAction(action);
   const data = bodyObject(req, 'image manifest');
   const account = query(req).account;

@@ -92,6 +92,14 @@ export class VmapiService {
     return this._url;
   }
 
+  /**
+   * The dev DC's workflow API (a DC has one wf-api; here VMAPI serves `/jobs`): other services'
+   * jobs, such as IMGAPI's create-from-vm, run and are polled here.
+   */
+  get workflowApi(): { url: string; create: JobRunner['create'] } {
+    return { url: this.url, create: (def, params) => this.jobs.create(def, params) };
+  }
+
   stats(): Record<string, number> {
     return { vms: this.vms.size, jobs_succeeded: this.jobs.stats.succeeded, jobs_failed: this.jobs.stats.failed };
   }
