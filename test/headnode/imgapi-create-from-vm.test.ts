@@ -111,5 +111,11 @@ describe('dev IMGAPI CreateImageFromVm (create-from-vm job)', () => {
       body: { code: 'InvalidParameter', message: expect.stringMatching(/^invalid owner: given owner/) },
     });
     expect((await callError(imgapi, 'getImage', m.uuid)).statusCode).toBe(404);
+    // An existing image's uuid is refused, and the image stays as it was.
+    expect(await post(`&vm_uuid=${vm}`, { ...m, uuid: base.uuid })).toMatchObject({
+      status: 409,
+      body: { code: 'ImageUuidAlreadyExists', message: `image uuid "${base.uuid}" already exists` },
+    });
+    expect(await call<Obj>(imgapi, 'getImage', base.uuid)).toMatchObject({ state: 'active', name: 'base-64-lts' });
   }, 60_000);
 });

@@ -22,7 +22,7 @@ import { boolParam } from './access.js';
 import { fieldErr, imgapiError, imgapiErrors } from './errors.js';
 import type { ImageManifest } from './images.js';
 import { newImage } from './manifest-input.js';
-import type { ImageCatalogue } from './writes.js';
+import { alreadyExists, type ImageCatalogue } from './writes.js';
 
 /** The DC's workflow API: where the job runs and the URL clients poll it at. */
 export interface WorkflowApi {
@@ -113,6 +113,8 @@ export class CreateFromVm {
       );
     }
 
+    // The placeholder never replaces an image (IMGAPI's database add of an existing uuid fails).
+    if (this.o.cat.get(String(manifest.uuid))) throw alreadyExists(String(manifest.uuid));
     const placeholder = this.placeholder(manifest);
     await this.o.cat.put(placeholder);
     const job = this.o.urls.workflow.create(this.workflow(), {

@@ -64,7 +64,7 @@ function invalidAction(action: string | undefined): MockcloudError {
     : invalidParameter(`"${action}" is not a valid action`, [fieldErr('action', 'Invalid')]);
 }
 
-function alreadyExists(uuid: string): MockcloudError {
+export function alreadyExists(uuid: string): MockcloudError {
   return new MockcloudError('Conflict', `image uuid "${uuid}" already exists`, { restCode: 'ImageUuidAlreadyExists' });
 }
 
