@@ -104,6 +104,8 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     log.info({ signal }, 'stopping on signal');
     daemon.stop().then(
       () => {
+        // One line, as the daemon's Ctrl-C leaves: what stopped and where its state stays.
+        process.stdout.write(`mockcloud dev headnode stopped (pid ${process.pid}); its state is in ${dataDir}, the next start loads it\n`);
         process.exitCode = 0;
       },
       (err: unknown) => {
@@ -136,6 +138,7 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
     `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}${booterFlags}`,
+    'Ctrl-C stops it.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -9,16 +9,15 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { JsonHttpClient } from '../common/http-client.js';
 import { isUuid } from '../common/uuid.js';
 import { resolveConfig, type DaemonConfig } from '../daemon/config.js';
 import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
-import { capture, type CaptureUrls } from '../mirror/capture.js';
+import type { CaptureUrls } from '../mirror/capture.js';
 import { RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
-import { load, type LoadReport } from '../mirror/load.js';
-import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
-import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import type { LoadReport } from '../mirror/load.js';
+import { clientDataDir, CliError, daemonFor, daemonLine, UsageError } from './daemon-client.js';
+import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface MirrorArgs extends DataDirArgs, JsonArgs {
   action: 'capture' | 'load';
@@ -116,7 +115,10 @@ async function captureUrls(argv: MirrorArgs): Promise<{ urls: CaptureUrls; admin
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  const daemon = await readDaemonJson(clientDataDir(argv['data-dir']));
+  // A daemon is asked only for what the configuration lacks.
+  const configured = (['cnapi', 'vmapi', 'napi'] as const).every((svc) => config.urls[svc]);
+  const daemon = configured ? undefined : await readDaemonJson(clientDataDir(argv['data-dir']));
+  if (daemon) process.stderr.write(`${daemonLine(daemon)}: capturing the Triton it reports to\n`);
   const urls: Record<string, string> = {};
   for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
     const v = config.urls[svc] ?? daemon?.urls[svc];
@@ -152,6 +154,8 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
   const stop = interruptible();
   const progress = progressByKind('captured');
   try {
+    // Loaded here, not at the top: the other commands start without the mirror's modules.
+    const { capture } = await import('../mirror/capture.js');
     const header = await capture({
       urls,
       output: path.resolve(output),
@@ -163,7 +167,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
       onProgress: (p) => progress.update(p.kind, p.done, p.total),
     });
     progress.stop();
-    if (argv.json) process.stdout.write(`${JSON.stringify(header, null, 2)}\n`);
+    if (argv.json) process.stdout.write(jsonLine(header));
     else {
       const c = header.counts;
       process.stdout.write(
@@ -180,9 +184,10 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
 
 async function runLoad(argv: MirrorArgs): Promise<void> {
   if (!argv.file) throw new UsageError('load needs the capture file: mockcloud mirror load FILE');
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   const urls = daemon.info.urls;
   if (!urls.napi) throw new CliError('the daemon has no NAPI (standalone): a capture loads into a daemon with a headnode (--headnode, or Triton URLs)');
+  const [{ JsonHttpClient }, { load }] = await Promise.all([import('../common/http-client.js'), import('../mirror/load.js')]);
   const http = new JsonHttpClient({ maxSockets: 64, timeoutMs: 60_000, userAgent: 'mockcloud-mirror' });
   const stop = interruptible();
   const progress = progressByKind('loaded');
@@ -209,7 +214,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
     stop.done();
     http.agent.destroy();
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(report));
   else printReport(report);
   const failed = Object.values(report.counts).reduce((n, c) => n + c.failed, 0);
   if (failed > 0) {

@@ -14,7 +14,7 @@ import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
-import { createLogger, type Logger } from '../common/log.js';
+import { createLogger, failureFields, type Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
 import { placementBody, ProfileCatalogue } from '../mockcn/profiles.js';
@@ -46,7 +46,7 @@ import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
 import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
-import { MOCKCLOUD_VERSION } from './version.js';
+import { BUILD, MOCKCLOUD_VERSION } from './version.js';
 import { CnAgentServer } from '../agents/cn-agent/index.js';
 import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
 import { MetricsListener } from './metrics-listener.js';
@@ -375,7 +375,7 @@ export class Daemon {
       try {
         await fn();
       } catch (err) {
-        this.log.error({ err }, `stopping: ${what} failed`);
+        this.log.error(failureFields(err), `stopping: ${what} failed`);
       }
     };
     this.loopDelay?.disable();
@@ -414,7 +414,8 @@ export class Daemon {
   private startMetrics(): DaemonMetrics {
     const metrics = new DaemonMetrics({
       urls: this.config.urls,
-      labels: { datacenter: this.config.datacenterName, service: 'mockcloud', instance: this.daemonId ?? '' },
+      labels: { datacenter: this.config.datacenterName, service: 'mockcloud' },
+      daemon: { id: this.daemonId ?? '', version: BUILD.version, gitSha: BUILD.gitSha },
       sources: {
         servers: () => this.fleetInstance?.list() ?? [],
         faultState: (uuid) => this.eventsEngine?.faultState(uuid),
@@ -538,7 +539,7 @@ export class Daemon {
       this.log.info({ server: hn.uuid }, 'created the dev DC\'s headnode server');
     } catch (err) {
       this.countError('headnode-server');
-      this.log.error({ err }, 'creating the dev DC\'s headnode server failed');
+      this.log.error(failureFields(err), 'creating the dev DC\'s headnode server failed');
     }
   }
 
@@ -792,6 +793,8 @@ export class Daemon {
     return {
       pid: process.pid,
       version: PACKAGE_VERSION,
+      gitSha: BUILD.gitSha,
+      buildTime: BUILD.buildTime,
       state: this.state,
       hostname: os.hostname(),
       /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */

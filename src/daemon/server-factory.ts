@@ -24,7 +24,7 @@ import type { JsonHttpClient } from '../common/http-client.js';
 import type { Sysinfo } from '../common/sysinfo.js';
 import { creatingDir, deletingDir, pathsUnder, serverPaths, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import { logFailure, type Logger } from '../common/log.js';
 import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
 import { hasPlacement, OVERPROVISION_KEYS, placementBody, ProfileCatalogue, type HardwareProfile, type Placement } from '../mockcn/profiles.js';
 import { randomStream } from '../common/seeded-random.js';
@@ -220,7 +220,7 @@ export class ServerFactory {
       } catch (err) {
         const e = toMockcloudError(err);
         this.o.countError('create-server');
-        this.o.log.error({ err: e }, `creating a server failed: ${e.message}`);
+        logFailure(this.o.log, e, {}, `creating a server failed: ${e.message}`);
         result.errors.push({ code: e.restCode, message: e.message });
       }
     });

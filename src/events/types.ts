@@ -33,6 +33,8 @@ export interface EventSource {
   scenario?: string;
   step?: number;
   line?: number;
+  /** The client that asked, when not a scenario: "fleet page" for the page's buttons (an API event). */
+  via?: string;
 }
 
 export interface FlapParams {

@@ -88,8 +88,8 @@ export function validateEvent(body: unknown): EventRequest {
 }
 
 export function validateSource(v: unknown): EventSource {
-  if (!isObj(v)) throw badEvent('source must be an object {scenario?, step?, line?}');
-  onlyKeys(v, 'source', ['scenario', 'step', 'line']);
+  if (!isObj(v)) throw badEvent('source must be an object {scenario?, step?, line?, via?}');
+  onlyKeys(v, 'source', ['scenario', 'step', 'line', 'via']);
   const out: EventSource = {};
   if (v.scenario !== undefined) {
     if (typeof v.scenario !== 'string' || v.scenario.length > 1000) throw badEvent('source.scenario must be a string');
@@ -97,6 +97,10 @@ export function validateSource(v: unknown): EventSource {
   }
   if (v.step !== undefined) out.step = int(v.step, 'source.step', 0, 1e9);
   if (v.line !== undefined) out.line = int(v.line, 'source.line', 0, 1e9);
+  if (v.via !== undefined) {
+    if (typeof v.via !== 'string' || v.via.length === 0 || v.via.length > 100) throw badEvent('source.via must be a string of 1 to 100 characters');
+    out.via = v.via;
+  }
   return out;
 }
 

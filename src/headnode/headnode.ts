@@ -9,7 +9,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { DevBooter } from './booter/service.js';
@@ -225,7 +225,7 @@ export class Headnode {
       this.log.info({ urls: this._urls }, 'dev headnode listening');
       return this._urls;
     } catch (err) {
-      await this.stop().catch((stopErr: unknown) => this.log.error({ err: stopErr }, 'stopping after a failed start'));
+      await this.stop().catch((stopErr: unknown) => this.log.error(failureFields(stopErr), 'stopping after a failed start'));
       throw err;
     }
   }
@@ -240,7 +240,7 @@ export class Headnode {
       try {
         await s.stop();
       } catch (err) {
-        this.log.error({ err }, 'stopping a headnode service failed');
+        this.log.error(failureFields(err), 'stopping a headnode service failed');
         firstError ??= err;
       }
     }

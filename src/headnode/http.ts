@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
-import type { Logger } from '../common/log.js';
+import { logFailure, type Logger } from '../common/log.js';
 import type { Duplex } from 'node:stream';
 import { ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
@@ -173,7 +173,8 @@ export function query(req: Req): Record<string, unknown> {
 
 export function sendError(res: Res, err: unknown, log: Logger): void {
   const e = toMockcloudError(err);
-  if (e.statusCode >= 500) log.error({ err }, 'request failed');
+  // A coded 5xx is an answer (a peer down, CNAPI's failed execution); anything else is a bug.
+  if (e.statusCode >= 500) logFailure(log, err, {}, 'request failed');
   if (!res.headersSent) res.send(e.statusCode, e.toBody());
 }
 

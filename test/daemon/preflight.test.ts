@@ -19,6 +19,7 @@ import { parseHeadnodePorts, type RawSettings } from '../../src/daemon/settings.
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { preflight } from '../../src/daemon/preflight.js';
+import { pinnablePorts } from '../common/helpers/ports.js';
 
 let tmp: string;
 let dataDir: string;
@@ -33,19 +34,6 @@ async function holdPort(ip = '127.0.0.1'): Promise<number> {
   });
   held.push(server);
   return (server.address() as net.AddressInfo).port;
-}
-
-/** Ports free right now (listened on, then let go), for a daemon to pin. */
-async function freePorts(n: number): Promise<number[]> {
-  const servers: net.Server[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = net.createServer();
-    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', () => resolve()));
-    servers.push(s);
-  }
-  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 function config(flags: RawSettings, env: NodeJS.ProcessEnv = {}): Promise<DaemonConfig> {
@@ -100,7 +88,7 @@ describe('preflight: cmon-agent port', () => {
   });
 
   it('a free port is kept as it is, with nothing to say', async () => {
-    const [port] = await freePorts(1);
+    const [port] = await pinnablePorts(1);
     const c = await config({ cmonPort: port! });
     const r = await preflight(c, { devMode: false });
     expect(r.config.cmonPort).toBe(port);
@@ -117,7 +105,7 @@ describe('preflight: other addresses and the data dir', () => {
 
   it('a taken pinned headnode port is refused naming --headnode-ports', async () => {
     const port = await holdPort();
-    const [a, b, d, e] = await freePorts(4);
+    const [a, b, d, e] = await pinnablePorts(4);
     const c = await config({ headnodePorts: `${a},${b},${port},${d},${e}`, cmonPort: 0 });
     await expect(preflight(c, { devMode: true })).rejects.toThrow(new RegExp(`dev headnode's NAPI cannot listen on 127\\.0\\.0\\.1:${port}.*--headnode-ports`));
   });
@@ -152,7 +140,7 @@ describe('--headnode-ports', () => {
   });
 
   it('pins the dev headnode: a restarted daemon answers on the same eight addresses', async () => {
-    const ports = await freePorts(8);
+    const ports = await pinnablePorts(8);
     const start = async () => {
       const c = await config({ headnodePorts: ports.join(','), cmonPort: 0, controlPort: 0 });
       const d = new Daemon({ config: c, log: createQuietLogger(), embeddedHeadnode: {} });

@@ -15,18 +15,11 @@ import { createQuietLogger } from '../../src/common/log.js';
 import { Headnode } from '../../src/headnode/index.js';
 import { DEFAULT_HEADNODE_ADMIN_UUID } from '../../src/headnode/napi/service.js';
 import { call, closeClient, cnapiClient, napiClient, vmapiClient, type Client } from './helpers/sdc-clients.js';
+import { pinnablePorts } from '../common/helpers/ports.js';
 import { http } from './helpers/napi-env.js';
 
 const require = createRequire(import.meta.url);
 const { IMGAPI } = require('sdc-clients') as { IMGAPI: new (o: object) => Client };
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 describe('dev headnode', () => {
   const cleanup: (() => Promise<void>)[] = [];
@@ -103,7 +96,8 @@ describe('dev headnode', () => {
   });
 
   it('listens on configured ports', async () => {
-    const ports = { napi: await freePort(), imgapi: await freePort() };
+    const [napi, imgapi] = await pinnablePorts(2);
+    const ports = { napi: napi!, imgapi: imgapi! };
     const { hn } = await setup({ ports });
     const urls = await hn.start();
     expect(urls.napi).toBe(`http://127.0.0.1:${ports.napi}`);
@@ -137,7 +131,7 @@ describe('dev headnode', () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     cleanup.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
-    const napiPort = await freePort();
+    const napiPort = (await pinnablePorts(1))[0]!;
     // NAPI starts first and gets its port; IMGAPI's is taken.
     const ports = { napi: napiPort, imgapi: (blocker.address() as net.AddressInfo).port };
     const { dataDir, hn } = await setup({ ports });

@@ -27,7 +27,7 @@ import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plug
 import type { ScheduledJob } from '../../runtime/scheduler.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm } from '../../vmadm/types.js';
@@ -139,7 +139,7 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     if (!ip || this.listeners.has(ip)) return;
     this.listeners.open(ip).catch((err: unknown) => {
       this.ctx.countError('cmon-agent.listen');
-      this.log.error({ err, server: cn.uuid, ip }, 'cmon-agent cannot listen on this CN\'s agent IP');
+      this.log.error({ ...failureFields(err), server: cn.uuid, ip }, 'cmon-agent cannot listen on this CN\'s agent IP');
     });
   }
 
@@ -299,7 +299,7 @@ export class CmonAgentPlugin implements CnAgentPlugin {
   private count(err: MockcloudError): void {
     if (err.statusCode >= 500 && err.restCode !== 'VmNotFound') {
       this.counters.errors++;
-      this.log.error({ err }, 'cmon-agent request failed');
+      logFailure(this.log, err, {}, 'cmon-agent request failed');
     } else if (err.code === 'BadRequest') {
       this.counters.badRequest++;
     }

@@ -4,7 +4,7 @@
  * CNAPI does. State (servers, tasks) lives in two documents of the headnode store.
  */
 import path from 'node:path';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import { DEFAULT_PLATFORM } from '../../common/triton-defaults.js';
@@ -191,9 +191,9 @@ export class CnapiService {
     this.server = undefined;
     this.http.close();
     await Promise.all([
-      this.serverDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving servers failed')),
-      this.taskDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving tasks failed')),
-      this.waitlistDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving the waitlist failed')),
+      this.serverDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving servers failed')),
+      this.taskDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving tasks failed')),
+      this.waitlistDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving the waitlist failed')),
     ]);
   }
 
@@ -223,7 +223,7 @@ export class CnapiService {
         (err: unknown) => {
           const b = err instanceof HttpStatusError ? (err.body as { code?: string; errors?: { code?: string }[] }) : undefined;
           if (b && (b.errors?.[0]?.code === 'Duplicate' || b.code === 'Duplicate')) return;
-          this.log.error({ err, tag: name }, 'Error adding nic tag to NAPI');
+          logFailure(this.log, err, { tag: name }, 'Error adding nic tag to NAPI');
           throw err;
         },
       )

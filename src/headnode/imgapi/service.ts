@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
 import { JsonHttpClient } from '../../common/http-client.js';
 import { MockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -144,7 +144,7 @@ export class ImgapiService {
     this.createFromVm = undefined;
     this.server = undefined;
     this._url = undefined;
-    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving IMGAPI state failed'));
+    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving IMGAPI state failed'));
     this.doc = undefined;
   }
 

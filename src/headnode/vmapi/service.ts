@@ -7,7 +7,7 @@
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { closeServer, createServer, listen, onUpgrade, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
 import { VMAPI_CHANGEFEED_RESOURCES, vmChange } from './changefeed.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -146,8 +146,8 @@ export class VmapiService {
     this.server = undefined;
     this.http.close();
     await Promise.all([
-      this.vmDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving VMs failed')),
-      this.jobDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving jobs failed')),
+      this.vmDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving VMs failed')),
+      this.jobDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving jobs failed')),
     ]);
   }
 }

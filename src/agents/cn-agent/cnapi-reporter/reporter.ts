@@ -116,6 +116,8 @@ export class CnapiReporter implements MockCnHooks {
   private readonly links = new Map<string, CnLink>();
   /** CNs attached but down (powered off or booting): no link, nothing sent. */
   private readonly down = new Set<string>();
+  /** The last heartbeat of each CN that is down (kept for lastKnownHeartbeatAt; one number per CN down). */
+  private readonly downBeats = new Map<string, number>();
   private readonly log: Logger;
   private readonly scheduler: Scheduler;
   private readonly http: JsonHttpClient;
@@ -160,6 +162,14 @@ export class CnapiReporter implements MockCnHooks {
   /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
   lastHeartbeatAt(uuid: string): number | undefined {
     return this.links.get(uuid)?.lastHeartbeatAt || undefined;
+  }
+
+  /**
+   * The last heartbeat CNAPI accepted from this CN, also once it is down (the fleet page says
+   * when an offline CN was last heard of); forgotten when the CN is removed.
+   */
+  lastKnownHeartbeatAt(uuid: string): number | undefined {
+    return this.lastHeartbeatAt(uuid) ?? this.downBeats.get(uuid);
   }
 
   /**
@@ -220,6 +230,7 @@ export class CnapiReporter implements MockCnHooks {
 
   detach(uuid: string): void {
     this.down.delete(uuid);
+    this.downBeats.delete(uuid);
     const link = this.links.get(uuid);
     if (link) this.drop(link);
   }
@@ -268,6 +279,7 @@ export class CnapiReporter implements MockCnHooks {
     const link = this.links.get(cn.uuid);
     if (!link && !this.down.has(cn.uuid) && !this.standalone) return;
     const lastWord = change.graceful && link !== undefined && link.started && this.running;
+    if (link?.lastHeartbeatAt) this.downBeats.set(cn.uuid, link.lastHeartbeatAt);
     if (link) this.drop(link);
     this.down.add(cn.uuid);
     cn.registered = false;
