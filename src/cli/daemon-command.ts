@@ -214,6 +214,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
+    ...(urls.papi ? [`  PAPI:         ${urls.papi}${where}`] : []),
     `  FWAPI:        ${urls.fwapi ? `${urls.fwapi}${urls.fwapiFast ? `, updates ${urls.fwapiFast}` : ''}${where}` : 'none'}`,
   ];
   if (config.logFile) {

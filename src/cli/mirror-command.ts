@@ -75,7 +75,7 @@ function builder(y: Argv): Argv<MirrorArgs> {
       type: 'string',
       describe:
         svc === 'papi'
-          ? 'PAPI URL (capture: packages are captured where given; load: packages are loaded where given)'
+          ? "PAPI URL (capture: packages are captured where given, or from the running daemon's dev headnode; load: packages are loaded there, by default into the daemon's dev headnode's PAPI)"
           : `capture: ${svc.toUpperCase()} URL (default: the daemon's setting: MOCKCLOUD_${svc.toUpperCase()}_URL, config file, mdata; else the running daemon's)`,
     });
   }
@@ -144,7 +144,7 @@ async function captureUrls(argv: MirrorArgs): Promise<{ urls: CaptureUrls; admin
     const v = config.urls[svc] ?? daemon?.urls[svc];
     if (v) urls[svc] = v.replace(/\/+$/, '');
   }
-  const papi = argv['papi-url'] || process.env.MOCKCLOUD_PAPI_URL;
+  const papi = argv['papi-url'] || process.env.MOCKCLOUD_PAPI_URL || daemon?.urls.papi;
   if (papi) urls.papi = papi.replace(/\/+$/, '');
   const missing = (['cnapi', 'vmapi', 'napi'] as const).filter((s) => !urls[s]);
   if (missing.length > 0) {
@@ -226,7 +226,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
         ...(urls.cnapi ? { cnapi: urls.cnapi } : {}),
         ...(urls.vmapi ? { vmapi: urls.vmapi } : {}),
         ...(urls.imgapi ? { imgapi: urls.imgapi } : {}),
-        ...(argv['papi-url'] ? { papi: argv['papi-url'].replace(/\/+$/, '') } : {}),
+        ...(argv['papi-url'] ? { papi: argv['papi-url'].replace(/\/+$/, '') } : urls.papi ? { papi: urls.papi } : {}),
       },
       ...(argv['remap-uuids'] ? { remapUuids: true } : {}),
       ...(argv['remap-seed'] !== undefined ? { remapSeed: argv['remap-seed'] } : {}),

@@ -565,6 +565,7 @@ export class Daemon {
       config.urls[svc] = urls[svc];
       config.sources[`${svc}Url`] = 'headnode';
     }
+    config.urls.papi = urls.papi;
   }
 
   /**

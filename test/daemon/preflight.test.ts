@@ -129,17 +129,18 @@ describe('preflight: other addresses and the data dir', () => {
 });
 
 describe('--headnode-ports', () => {
-  it('takes a base port (CNAPI, VMAPI, NAPI, IMGAPI, SAPI, FWAPI and its updates in a row), five ports or seven, and refuses the rest', () => {
-    expect(parseHeadnodePorts('24000')).toEqual({ cnapi: 24000, vmapi: 24001, napi: 24002, imgapi: 24003, sapi: 24004, fwapi: 24005, fwapiFast: 24006 });
+  it('takes a base port (CNAPI, VMAPI, NAPI, IMGAPI, SAPI, FWAPI and its updates, PAPI in a row), five ports, seven or eight, and refuses the rest', () => {
+    expect(parseHeadnodePorts('24000')).toEqual({ cnapi: 24000, vmapi: 24001, napi: 24002, imgapi: 24003, sapi: 24004, fwapi: 24005, fwapiFast: 24006, papi: 24007 });
     expect(parseHeadnodePorts('1,2,3,4,5,6,7')).toEqual({ cnapi: 1, vmapi: 2, napi: 3, imgapi: 4, sapi: 5, fwapi: 6, fwapiFast: 7 });
+    expect(parseHeadnodePorts('1,2,3,4,5,6,7,8')).toEqual({ cnapi: 1, vmapi: 2, napi: 3, imgapi: 4, sapi: 5, fwapi: 6, fwapiFast: 7, papi: 8 });
     expect(parseHeadnodePorts('5001, 5002,5003 ,5000,5004')).toEqual({ cnapi: 5001, vmapi: 5002, napi: 5003, imgapi: 5000, sapi: 5004 });
-    for (const bad of ['0', '65532', 'x', '1,2,3', '1,2,3,4', '1,1,2,3,4', '1,2,3,4,70000']) {
+    for (const bad of ['0', '65529', 'x', '1,2,3', '1,2,3,4', '1,2,3,4,5,6', '1,2,3,4,5,6,7,8,9', '1,1,2,3,4', '1,2,3,4,70000']) {
       expect(() => parseHeadnodePorts(bad), bad).toThrow(/--headnode-ports/);
     }
   });
 
-  it('pins the dev headnode: a restarted daemon answers on the same seven addresses', async () => {
-    const ports = await pinnablePorts(7);
+  it('pins the dev headnode: a restarted daemon answers on the same eight addresses', async () => {
+    const ports = await pinnablePorts(8);
     const start = async () => {
       const c = await config({ headnodePorts: ports.join(','), cmonPort: 0, controlPort: 0 });
       const d = new Daemon({ config: c, log: createQuietLogger(), embeddedHeadnode: {} });
@@ -157,6 +158,7 @@ describe('--headnode-ports', () => {
       expect(urls.sapi).toBe(`http://127.0.0.1:${ports[4]}`);
       expect(urls.fwapi).toBe(`http://127.0.0.1:${ports[5]}`);
       expect(urls.fwapiFast).toBe(`tcp://127.0.0.1:${ports[6]}`);
+      expect(urls.papi).toBe(`http://127.0.0.1:${ports[7]}`);
       const ping = await fetch(`${second.config.urls.cnapi}/ping`);
       expect(ping.status).toBe(200);
     } finally {

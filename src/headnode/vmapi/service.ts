@@ -44,6 +44,8 @@ export interface VmapiServiceOptions {
   cnapiUrl: string;
   napiUrl: string;
   imgapiUrl: string;
+  /** PAPI, where a `billing_id` is looked up (provisions, resizes); without it none is. */
+  papiUrl?: string;
   /** FWAPI, for the workflows' fwapi.update step; none: the step answers "Error updating FWAPI". */
   fwapiUrl?: string;
   /** Jobs running at once (all VMs together); default 32. */
@@ -75,6 +77,7 @@ export class VmapiService {
       cnapi: trim(opts.cnapiUrl),
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
+      ...(opts.papiUrl ? { papi: trim(opts.papiUrl) } : {}),
       ...(opts.fwapiUrl ? { fwapi: trim(opts.fwapiUrl) } : {}),
     });
     this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
@@ -91,6 +94,14 @@ export class VmapiService {
   get url(): string {
     if (!this._url) throw new Error('VMAPI is not started');
     return this._url;
+  }
+
+  /**
+   * The dev DC's workflow API (a DC has one wf-api; here VMAPI serves `/jobs`): other services'
+   * jobs, such as IMGAPI's create-from-vm, run and are polled here.
+   */
+  get workflowApi(): { url: string; create: JobRunner['create'] } {
+    return { url: this.url, create: (def, params) => this.jobs.create(def, params) };
   }
 
   stats(): Record<string, number> {

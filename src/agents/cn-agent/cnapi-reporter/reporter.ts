@@ -19,6 +19,15 @@
  * ahead of every task's and VM's waits due at the same time). All requests go through the
  * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
  * reports waiting for a connection). No timer, socket or client per CN.
+ *
+ * One write at a time per CN: every request of a CN (the queue's, the agents POST of the agents
+ * tasks, the last status of a shutdown) waits for the CN's previous one to be answered. CNAPI
+ * updates the server's one Moray object for sysinfo, agents and status, with an etag; two
+ * writes of one CN at once make one of them lose the etag race (a 500). A real CN's writes are
+ * seconds apart; the mock's agents tasks change sysinfo and post agents in the same moment.
+ * What CNAPI refuses is handled as the real agent does: sysinfo is retried until accepted, a
+ * failed status or heartbeat waits for the next one, and the agents tasks log a refused agents
+ * POST and finish (sdc-cn-agent lib/app.js, lib/backends/smartos/tasks/shared.js).
  */
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
@@ -127,6 +136,8 @@ export class CnapiReporter implements MockCnHooks {
   private running = false;
   /** Heartbeats sent ahead and not yet answered, and who waits for them. */
   private readonly ahead = { pending: 0, waiters: [] as (() => void)[] };
+  /** Per CN, the end of its last request to CNAPI while one is under way (one write at a time). */
+  private readonly writes = new Map<string, Promise<unknown>>();
 
   constructor(opts: CnapiReporterOptions) {
     this.log = opts.log;
@@ -295,7 +306,11 @@ export class CnapiReporter implements MockCnHooks {
     await this.send(cn, 'status', `/servers/${cn.uuid}/events/status`, sample);
   }
 
-  /** The agents POST for tasks (agent_install, refresh_agents, ...): direct, not queued. */
+  /**
+   * The agents POST for tasks (agent_install, refresh_agents, ...): not queued (the real task
+   * posts with its own client), but after the CN's request under way. Rejects when CNAPI
+   * refuses it.
+   */
   async postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void> {
     if (this.standalone) return;
     const ok = await this.send(cn, 'agents', `/servers/${cn.uuid}`, { agents });
@@ -440,15 +455,26 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   /**
-   * POST to CNAPI as this CN. Resolves true when accepted, 'old-cnapi' for a 404
-   * ResourceNotFound when `oldCnapiOk`, otherwise a short reason (never rejects).
+   * POST to CNAPI as this CN, once its previous request has been answered. Resolves true when
+   * accepted, 'old-cnapi' for a 404 ResourceNotFound when `oldCnapiOk`, otherwise a short
+   * reason (never rejects).
    */
-  private async send(
+  private send(cn: MockCn, kind: MessageKind, path: string, body: unknown, oldCnapiOk = false): Promise<true | 'old-cnapi' | string> {
+    const before = this.writes.get(cn.uuid);
+    const sent = before === undefined ? this.post(cn, kind, path, body, oldCnapiOk) : before.then(() => this.post(cn, kind, path, body, oldCnapiOk));
+    this.writes.set(cn.uuid, sent);
+    void sent.then(() => {
+      if (this.writes.get(cn.uuid) === sent) this.writes.delete(cn.uuid);
+    });
+    return sent;
+  }
+
+  private async post(
     cn: MockCn,
     kind: MessageKind,
     path: string,
     body: unknown,
-    oldCnapiOk = false,
+    oldCnapiOk: boolean,
   ): Promise<true | 'old-cnapi' | string> {
     const bit = KIND_BITS[kind];
     let reason: string;

@@ -87,9 +87,7 @@ export const machineCreate = defineTask<CreateParams>({
         // A mock CN runs no firewaller: the rules are not applied (docs/differences.md).
         else ctx.log.info({ rules: rules.length }, 'firewall rules not applied: a mock CN has no firewaller');
       });
-      const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
-        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log, hooks: ctx.waitHooks }),
-      );
+      const vm = await ctx.step('create_machine', 'Creating machine', 100, () => nodeVmadm(ctx).create({ ...ctx.rawParams, uuid: p.uuid }));
       return await finishValue(ctx, vm.uuid);
     } catch (err) {
       failure = err;
