@@ -128,7 +128,7 @@ describe('dev NAPI changefeed', () => {
     const big = await connect('~2');
     big.send({ instance: randomUUID(), resources: [{ resource: 'nic', subResources: ['create'] }], pad: 'x'.repeat(2 * 1024 * 1024) });
     expect((await big.whenClosed()).code).toBe(1009);
-    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: DEFAULT_HEADNODE_ADMIN_UUID });
     expect((await good.next()).changedResourceId).toBe(nic.mac);
   });
 
