@@ -25,7 +25,8 @@ import type { DaemonConfig } from './config.js';
 import type { ControlHandlers, ControlResponse } from './control-api.js';
 import type { Fleet } from './fleet.js';
 import type { RateWindow } from './rates.js';
-import { ServerFactory, validatePlacement } from './server-factory.js';
+import { validateCreateRequest, validatePlacement } from './create-request.js';
+import type { ServerFactory } from './server-factory.js';
 import type { CnAgentHost } from './services.js';
 import { MOCKCLOUD_VERSION } from './version.js';
 
@@ -168,7 +169,7 @@ export class ControlAnswers {
 
   private async createServers(body: unknown): Promise<ControlResponse> {
     if (this.d.state() !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.d.state()}`);
-    const req = ServerFactory.validate(body, this.d.profiles);
+    const req = validateCreateRequest(body, this.d.profiles);
     const result = await this.d.factory.create(req);
     if (result.created.length === 0 && result.errors.length > 0) {
       const first = result.errors[0]!;
