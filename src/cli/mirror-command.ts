@@ -16,7 +16,8 @@ import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { capture, type CaptureUrls } from '../mirror/capture.js';
 import { DEFAULT_CAPTURE_LIMITS, RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
-import { load, type LoadReport } from '../mirror/load.js';
+import { load } from '../mirror/load.js';
+import type { LoadReport } from '../mirror/load-report.js';
 import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
 import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
