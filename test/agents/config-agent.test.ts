@@ -7,6 +7,7 @@
  * rewrite nothing, a template that does not compile keeps the last good file and is logged
  * once, and SAPI being down leaves the files alone and is counted.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -20,6 +21,7 @@ import { HeadnodeStore } from '../../src/headnode/store.js';
 import type { MockCnImpl } from '../../src/mockcn/mock-cn.js';
 import { call, type Client } from '../headnode/helpers/sdc-clients.js';
 import { makeContext, TestFleet, waitFor, type TestContext } from './helpers/fleet.js';
+import { RecordingProxy } from './helpers/recording-proxy.js';
 
 const require = createRequire(import.meta.url);
 const { SAPI } = require('sdc-clients') as { SAPI: new (o: object) => Client };
@@ -109,7 +111,8 @@ describe('config-agent on every mock CN', () => {
     }
     // 1.5 x the interval is the longest a CN waits between two checks; a busy machine gets slack.
     expect(Date.now() - t0).toBeLessThan(1.5 * POLL_MS + 3000);
-    expect(agent.stats().filesWritten).toBeGreaterThanOrEqual(written + cns.length);
+    // Counted once its durable write has returned (the file is visible at its rename, a little before).
+    await waitFor('the writes counted', () => agent.stats().filesWritten >= written + cns.length, 5000);
     expect(agent.stats().configsChanged).toBeGreaterThan(changed);
     // Only the cn-agent file changed: the other files of the same instances were not rewritten.
     expect(JSON.parse(await readFile(cnFile(cns[2]!, 'vm-agent'), 'utf8')).vmapi.url).toBe('http://vmapi.testdc.example.com');
@@ -123,8 +126,9 @@ describe('config-agent on every mock CN', () => {
     for (const cn of cns) await waitFor('extra file', async () => (await readFile(extra(cn), 'utf8').catch(() => '')) === 'dc=testdc\n');
 
     const bad = (await call<Obj>(sapi, 'createManifest', { name: 'extra', path: '/opt/custom/extra.conf', template: 'dc={{#datacenter_name}}\n' })) as Obj;
-    await call(sapi, 'updateService', svc.uuid, { action: 'update', manifests: { extra: bad.uuid } });
+    // Counted from before the update: a CN may check (and fail to render) while it is answered.
     const errorsBefore = agent.stats().renderErrors;
+    await call(sapi, 'updateService', svc.uuid, { action: 'update', manifests: { extra: bad.uuid } });
     await waitFor('the broken template tried on every CN', () => agent.stats().renderErrors >= errorsBefore + cns.length, 10_000);
     // A few more rounds of checks (304s now: the config did not change again).
     const seen = sapiService.stats().configsNotModified!;
@@ -134,6 +138,39 @@ describe('config-agent on every mock CN', () => {
     expect(logged).toHaveLength(cns.length);
   });
 
+  it("a CN removed while its check is in flight: no file is written into its dir after the detach has settled", async () => {
+    const proxy = new RecordingProxy(sapiService.url);
+    await proxy.start();
+    const ptc = makeContext(fleet, { sapi: proxy.url });
+    const late = new ConfigAgentPlugin({ ...ptc.ctx, log: createQuietLogger('config-agent-late') }, { pollIntervalMs: 60_000, startSpreadMs: 0, tickMs: 25 });
+    try {
+      const cn = await fleet.addCn({ agents: true });
+      const services = (await call<Obj[]>(sapi, 'listServices', { type: 'agent' })) as Obj[];
+      for (const a of cn.agents) {
+        const svc = services.find((s) => s.name === a.name);
+        if (svc && a.uuid) await call(sapi, 'createInstance', svc.uuid, { uuid: a.uuid, exists: true, params: { server_uuid: cn.uuid } });
+      }
+      let release!: () => void;
+      proxy.hold = new Promise<void>((r) => (release = r));
+      late.start();
+      late.attach(cn);
+      await waitFor('its first check in flight', () => proxy.records.some((r) => r.path.startsWith('/configs/')));
+      // The daemon's removal: detach, wait for what it returns, then the CN's dir goes.
+      const settled = late.detach(cn.uuid);
+      release();
+      await settled;
+      await rm(cn.paths.dir, { recursive: true, force: true });
+      // SAPI's answers have reached the agent: anything it would still write is written by now.
+      await waitFor('the answers forwarded', () => proxy.records.filter((r) => r.path.startsWith('/configs/')).every((r) => r.status !== undefined));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(existsSync(cn.paths.dir)).toBe(false);
+    } finally {
+      late.stop();
+      ptc.close();
+      await proxy.stop();
+    }
+  });
+
   it('SAPI down: checks fail and are counted, and the files stay as they were', async () => {
     const failuresBefore = agent.stats().checkFailures;
     await sapiService.stop();
@@ -141,4 +178,5 @@ describe('config-agent on every mock CN', () => {
     expect(tc.errors['config-agent.sapi']).toBeGreaterThan(0);
     expect(JSON.parse(await readFile(cnFile(cns[0]!, 'cn-agent'), 'utf8')).cnapi.url).toBe('http://cnapi2.testdc.example.com');
   });
+
 });

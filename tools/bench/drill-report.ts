@@ -45,7 +45,7 @@ export interface ChurnFigures {
   seconds: number;
   /** Exit codes of the two loops' ensure-servers runs (1: the other loop moved the count meanwhile). */
   exitCodes: number[];
-  /** Each distinct last line of a failed command's stderr, with its count ("3× ensure-servers 0: ..."). */
+  /** Each kind of last line of a failed command's stderr (its numbers as N), with its count ("3× ensure-servers 0: ..."). */
   failures: string[];
   cnsAfter: number;
   napiNicsWithoutCn: number;
@@ -69,6 +69,13 @@ export interface DrillReport {
 }
 
 const secs = (ms: number): string => `${fmt(ms / 1000, 2)} s`;
+
+/** The commands that exited non-zero and why: two loops asking for different counts at once contradict each other. */
+function churnExits(c: ChurnFigures): string {
+  const failed = c.exitCodes.filter((x) => x !== 0).length;
+  if (failed === 0) return '';
+  return `; ${failed} of ${c.exitCodes.length} \`ensure-servers\` exited 1${c.failures?.length ? `: ${c.failures.map((f) => f.replace(/\|/g, '\\|')).join('; ')}` : ''}`;
+}
 const loadOf = (l: number[]): string => l.map((x) => x.toFixed(2)).join(', ');
 
 /** The drill's section of docs/performance.md, judged against issue 24's targets. */
@@ -103,7 +110,7 @@ export function renderDrill(d: DrillReport): string[] {
   const c = d.churn;
   if (c) {
     out.push(
-      `| churn | ${c.rounds} rounds of \`ensure-servers ${c.count}\` then \`0\`, beside a loop of \`ensure-servers ${c.other}\` then \`0\`: 0 NAPI NICs and 0 SAPI instances without a CN | ${c.napiNicsWithoutCn} NICs, ${c.sapiInstancesWithoutCn} instances without a CN (${fmt(c.seconds, 0)} s) | ${verdict(c.napiNicsWithoutCn === 0 && c.sapiInstancesWithoutCn === 0)} |`,
+      `| churn | ${c.rounds} rounds of \`ensure-servers ${c.count}\` then \`0\`, beside a loop of \`ensure-servers ${c.other}\` then \`0\`: 0 NAPI NICs and 0 SAPI instances without a CN | ${c.napiNicsWithoutCn} NICs, ${c.sapiInstancesWithoutCn} instances without a CN (${fmt(c.seconds, 0)} s)${churnExits(c)} | ${verdict(c.napiNicsWithoutCn === 0 && c.sapiInstancesWithoutCn === 0)} |`,
     );
   }
   out.push('');

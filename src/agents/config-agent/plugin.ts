@@ -90,6 +90,8 @@ interface CnState {
   lastError?: string;
   checks: number;
   checking: boolean;
+  /** The check in flight: a detach waits for it, so no file is written into a removed CN's dir. */
+  running?: Promise<void>;
 }
 
 const POST_CMDS_KEPT = 20;
@@ -142,9 +144,11 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     if (instances.size > 0 && !st.checking) this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
   }
 
-  detach(uuid: string): void {
+  detach(uuid: string): Promise<void> | undefined {
+    const running = this.cns.get(uuid)?.running;
     this.cns.delete(uuid);
     this.due.delete(uuid);
+    return running;
   }
 
   /** Down: no checks; up: a first check again, as at a CN's boot (bin/agent.sh's synchronous run). */
@@ -217,14 +221,16 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     this.counters.checks++;
     const reqId = newUuid();
     const failures: string[] = [];
-    await Promise.all(
+    st.running = Promise.all(
       [...st.instances].map(([inst, agent]) =>
         this.checkInstance(st, inst, agent, reqId).catch((err: unknown) => {
           failures.push((err as Error).message);
         }),
       ),
-    );
+    ).then(() => undefined);
+    await st.running;
     st.checking = false;
+    delete st.running;
     if (this.cns.get(uuid) !== st) return;
     if (failures.length === 0) {
       st.lastOk = Date.now();
@@ -296,6 +302,8 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
       this.counters.filesUnchanged++;
       return true;
     }
+    // Detached meanwhile (the CN is being removed): its dir is going, nothing is written there.
+    if (this.cns.get(st.cn.uuid) !== st) return false;
     try {
       await fsp.mkdir(path.dirname(file), { recursive: true });
       await writeFileDurable(file, contents);

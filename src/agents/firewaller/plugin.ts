@@ -164,9 +164,12 @@ export class FirewallerPlugin implements CnAgentPlugin {
     this.due.set(cn.uuid, Math.random() * this.options.startSpreadMs);
   }
 
-  detach(uuid: string): void {
+  /** Resolves when the CN's work in flight has ended (each step checks it is still attached): no save lands in a removed CN's dir. */
+  detach(uuid: string): Promise<void> | undefined {
+    const chain = this.cns.get(uuid)?.chain;
     this.cns.delete(uuid);
     this.due.delete(uuid);
+    return chain?.catch(() => undefined);
   }
 
   /** Down: the agent is not running (updates are missed); up: the start-up sync again. */

@@ -19,6 +19,8 @@ export interface ProxyRecord {
 export class RecordingProxy {
   readonly records: ProxyRecord[] = [];
   down = false;
+  /** While set, plain requests are recorded and held until it resolves, then forwarded. */
+  hold: Promise<void> | undefined;
   url = '';
   private server: http.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
@@ -40,6 +42,9 @@ export class RecordingProxy {
           res.end(JSON.stringify({ code: 'ServiceUnavailable', message: 'down for a test' }));
           return;
         }
+        void (this.hold ?? Promise.resolve()).then(() => forward(rec, body));
+      });
+      const forward = (rec: ProxyRecord, body: Buffer): void => {
         const up = http.request(
           { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: { ...req.headers, host: t.host }, agent: false },
           (ur) => {
@@ -53,7 +58,7 @@ export class RecordingProxy {
           res.end();
         });
         up.end(body);
-      });
+      };
     });
     this.server.on('upgrade', (req, socket, head) => {
       this.records.push({ method: 'UPGRADE', path: req.url ?? '', headers: req.headers, body: '', at: Date.now() });
