@@ -41,7 +41,7 @@ export interface BootServiceOptions {
    * How long the kernel takes, from the boot file to the agents starting: the seam the timing
    * model fills (issue 26). The daemon gives its --boot-seconds for a reboot or a power loss.
    */
-  kernelMs(cause: BootCause): number;
+  kernelMs(cause: BootCause, cn: MockCn): number;
 }
 
 export class BootService {
@@ -80,7 +80,7 @@ export class BootService {
     if (this.stopped) return Promise.reject(new BootAbandoned('the daemon is stopping'));
     const abort = new AbortController();
     const record = this.records.begin(cn.uuid, cause, this.pathFor(cn), opts.eventId);
-    const kernelMs = opts.kernelMs ?? this.o.kernelMs(cause);
+    const kernelMs = opts.kernelMs ?? this.o.kernelMs(cause, cn);
     const promise = this.run(cn, cause, record, kernelMs, abort.signal)
       .catch((err: unknown) => {
         if (err instanceof BootAbandoned) record.phase = 'abandoned';

@@ -11,8 +11,8 @@ import type { Argv, CommandModule } from 'yargs';
 import { mapLimit } from '../daemon/concurrency.js';
 import { isProcessAlive, readDaemonJson } from '../daemon/daemon-json.js';
 import { cnapiServers, cnapiUrlFor, type CnapiServer } from './cnapi-view.js';
-import { clientDataDir, CliError, UsageError } from './daemon-client.js';
-import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { clientDataDir, CliError, daemonLine, UsageError } from './daemon-client.js';
+import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface AddExternalsArgs extends DataDirArgs, JsonArgs {
   'cnapi-url'?: string;
@@ -63,6 +63,7 @@ async function handler(argv: AddExternalsArgs): Promise<void> {
   const dataDir = clientDataDir(argv['data-dir']);
   const info = await readDaemonJson(dataDir);
   const live = info && isProcessAlive(info.pid) ? info : undefined;
+  if (live) process.stderr.write(`${daemonLine(live)}\n`);
   const cnapi = await cnapiUrlFor(dataDir, live, argv['cnapi-url']);
   if (!cnapi) {
     throw new CliError(`no CNAPI to ask: no daemon runs for ${dataDir} with a CNAPI, and no --cnapi-url / MOCKCLOUD_CNAPI_URL`);
@@ -102,7 +103,7 @@ async function handler(argv: AddExternalsArgs): Promise<void> {
   });
   progress.stop();
   for (const e of errors) process.stderr.write(`mockcloud: ${e}\n`);
-  if (argv.json) process.stdout.write(`${JSON.stringify({ added: added.sort(), already: have, errors }, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine({ added: added.sort(), already: have, errors }));
   else process.stdout.write(`added an external NIC to ${done} mock CN(s); ${have} had one already${errors.length ? `; ${errors.length} failed` : ''}\n`);
   if (errors.length > 0) process.exitCode = 1;
 }

@@ -6,8 +6,8 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
-import { withDataDir } from './options.js';
+import { daemonFor, UsageError } from './daemon-client.js';
+import { jsonLine, withDataDir } from './options.js';
 import { formatTable, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
 
 interface BootReportArgs extends TableArgs {
@@ -74,7 +74,7 @@ function builder(y: Argv): Argv<BootReportArgs> {
     .option('since', { type: 'string', describe: 'only boots begun at or after this ISO time' })
     .example('$0 event power-loss --all --spread 30s && $0 boot-report', 'a boot storm, then how each CN came back')
     .example('$0 boot-report --event EVENT_ID -j', 'that storm as JSON: summary and every CN');
-  return withTableOptions(withDataDir(out), TABLE, 'the report ({booter, summary, servers})') as Argv<BootReportArgs>;
+  return withTableOptions(withDataDir(out), TABLE, 'the report ({booter, summary, servers}) on one line') as Argv<BootReportArgs>;
 }
 
 async function handler(argv: BootReportArgs): Promise<void> {
@@ -90,10 +90,10 @@ async function handler(argv: BootReportArgs): Promise<void> {
     q.set('since', new Date(argv.since).toISOString());
   }
   const sort = sortOf(TABLE, argv);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   const report = await daemon.call<BootReport>('GET', `/boots${q.size > 0 ? `?${q}` : ''}`);
   if (argv.json) {
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.stdout.write(jsonLine(report));
     return;
   }
   const rows = report.servers.map((s) => ({ ...s, lease: seconds(s.leaseMs as number | null), running: seconds(s.runningMs as number | null) }));

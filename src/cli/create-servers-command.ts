@@ -5,9 +5,9 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { daemonFor, UsageError } from './daemon-client.js';
 import { createServers, printCreated, reportErrors, type CreateOptions } from './fleet-ops.js';
-import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { checkCount, Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { placementOf, withPlacement, type PlacementArgs } from './placement-options.js';
 import { parseMix } from '../daemon/fleet-mix.js';
 import { MockcloudError } from '../common/errors.js';
@@ -72,9 +72,9 @@ async function handler(argv: CreateArgs): Promise<void> {
   const bad = checkCount('N', argv.count, 1, MAX_CREATE_COUNT);
   if (bad) throw new UsageError(bad);
   const opts = creationOptionsOf(argv);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   const result = await createServers(daemon, argv.count, opts, new Progress());
-  if (argv.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(result));
   else printCreated(result.created);
   reportErrors('create', result.errors);
 }

@@ -1,12 +1,15 @@
 /**
  * How CLI commands reach the running daemon: `<data-dir>/daemon.json` names its control API;
  * the answer is checked (pid alive, API answering) so a stopped daemon gives a clear error.
+ * Without --data-dir (or MOCKCLOUD_DATA_DIR) a command talks to the one daemon running
+ * (daemon-registry.ts); with several it refuses to guess.
  */
 import http from 'node:http';
 import path from 'node:path';
 import { describeSystemError } from '../common/system-errors.js';
 import { daemonJsonPath, isProcessAlive, readDaemonJson, type DaemonJson } from '../daemon/daemon-json.js';
-import { impliedDataDir } from './last-daemon.js';
+import { lastDataDir, runningDaemons, stateDir } from './daemon-registry.js';
+import { defaultDataDir } from '../daemon/config.js';
 
 /** A failure the CLI reports in one line (exit 1), without a stack. */
 export class CliError extends Error {
@@ -25,11 +28,30 @@ export class UsageError extends CliError {
 }
 
 /**
- * The data dir of a client command: --data-dir, else MOCKCLOUD_DATA_DIR, else where a daemon
- * runs (where this user's daemon last ran, or the default: last-daemon.ts).
+ * The data dir of a client command: --data-dir, else MOCKCLOUD_DATA_DIR, else the data dir of
+ * the one daemon running. With several running, a UsageError that lists them and says how to
+ * pick one. With none, where a daemon last ran (its CNs are there), else the default.
  */
 export function clientDataDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(flag || env.MOCKCLOUD_DATA_DIR || impliedDataDir(env));
+  if (flag) return path.resolve(flag);
+  if (env.MOCKCLOUD_DATA_DIR) return path.resolve(env.MOCKCLOUD_DATA_DIR);
+  const running = runningDaemons(env);
+  if (running.length === 1) return running[0]!.dataDir;
+  if (running.length > 1) {
+    const rows = running.map(
+      (d) => `  pid ${String(d.pid).padEnd(7)} ${d.dataDir}${d.startedAt ? `  (started ${d.startedAt})` : ''}`,
+    );
+    throw new UsageError(
+      `${running.length} mockcloud daemons are running; say which one with --data-dir DIR (or MOCKCLOUD_DATA_DIR=DIR):\n${rows.join('\n')}\n` +
+        `(they register in ${path.join(stateDir(env), 'daemons')})`,
+    );
+  }
+  return lastDataDir(env) ?? defaultDataDir();
+}
+
+/** "pid 1234, data dir /x": which daemon a command talks to, as its human output says. */
+export function daemonLine(info: { pid: number; dataDir: string }): string {
+  return `daemon pid ${info.pid}, data dir ${info.dataDir}`;
 }
 
 export interface ControlAnswer<T> {
@@ -137,4 +159,15 @@ export async function findDaemon(dataDir: string): Promise<DaemonClient> {
     );
   }
   return new DaemonClient(info);
+}
+
+/**
+ * The daemon a command means (--data-dir, MOCKCLOUD_DATA_DIR, or the one running). Unless
+ * the output is JSON, the command says which daemon it talks to, on stderr (stdout stays the
+ * command's own output, for pipes).
+ */
+export async function daemonFor(argv: { 'data-dir'?: string; json?: boolean }): Promise<DaemonClient> {
+  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  if (!argv.json) process.stderr.write(`${daemonLine(daemon.info)}\n`);
+  return daemon;
 }

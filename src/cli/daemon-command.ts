@@ -2,7 +2,7 @@
  * `mockcloud daemon`: run the daemon in the foreground until SIGTERM or SIGINT (then stop
  * cleanly and exit 0). Checks that it can start before it writes anything (preflight.ts),
  * prints a short summary on stdout (where everything listens, how to read the logs) and records
- * where it runs for the other commands (last-daemon.ts). The bunyan log goes to --log-file;
+ * that it runs for the other commands (daemon-registry.ts), and says in one line what it stopped. The bunyan log goes to --log-file;
  * without one, to <data-dir>/logs/mockcloud.log with the embedded dev headnode (a person at a
  * terminal), to stderr otherwise (SMF's service log in a mockcloud zone).
  */
@@ -18,8 +18,8 @@ import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
 import { CliError, UsageError } from './daemon-client.js';
+import { registerDaemon, unregisterDaemon } from './daemon-registry.js';
 import { setFatalLog } from './fatal.js';
-import { recordLastDaemon } from './last-daemon.js';
 
 const require = createRequire(import.meta.url);
 
@@ -65,8 +65,9 @@ function builder(y: Argv): Argv<DaemonArgs> {
       'With the dev headnode the terminal shows a summary and the bunyan log goes to <data-dir>/logs/mockcloud.log ' +
       '(--log-file to change); cmon-agent takes a free port when 9163 is taken. ' +
       'The data dir defaults to /data/mockcloud when it exists, else ~/.mockcloud. ' +
-      'Other commands find this daemon through <data-dir>/daemon.json; without --data-dir, where this user\'s ' +
-      'daemon last ran ($XDG_STATE_HOME/mockcloud/last-daemon.json, default ~/.local/state/...).',
+      'Other commands find this daemon through <data-dir>/daemon.json; without --data-dir, the one daemon running ' +
+      '(each registers in $XDG_STATE_HOME/mockcloud/daemons/, default ~/.local/state/..., while it runs); ' +
+      'with several running they ask which one (--data-dir or MOCKCLOUD_DATA_DIR).',
   );
 }
 
@@ -129,15 +130,21 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   });
 
   let stopping: Promise<void> | undefined;
+  let registered: string | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     daemon.log.info({ signal }, 'stopping on signal');
     reclaimer.stop();
+    // What it hosted, counted before the stop lets go of it.
+    const hosted = stoppedLine(daemon);
     stopping = daemon.stop().then(
       () => {
+        unregisterDaemon(registered);
+        process.stdout.write(`${hosted}\n`);
         process.exitCode = 0;
       },
       (err: unknown) => {
+        unregisterDaemon(registered);
         console.error(`mockcloud daemon: stop failed: ${(err as Error).message}`);
         process.exitCode = 1;
       },
@@ -145,15 +152,21 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // Whatever ends the process, its registry entry goes with it.
+  process.on('exit', () => unregisterDaemon(registered));
 
   await daemon.start();
   if (!stopping) reclaimer.start();
-  await recordLastDaemon({
-    dataDir: startConfig.dataDir,
-    pid: process.pid,
-    startedAt: (daemon.startedAt ?? new Date()).toISOString(),
-    control: daemon.controlAddress.url,
-  });
+  if (!stopping) {
+    registered = await registerDaemon({
+      dataDir: startConfig.dataDir,
+      pid: process.pid,
+      startedAt: (daemon.startedAt ?? new Date()).toISOString(),
+      control: daemon.controlAddress.url,
+    });
+    // A signal while it was being written: the stop has already run its removal.
+    if (stopping) unregisterDaemon(registered);
+  }
   process.stdout.write(summary(daemon, [...checked.notices, ...daemon.notices]));
   if (servers !== undefined && !stopping) {
     if (servers > daemon.fleet.computeNodeCount) {
@@ -201,6 +214,7 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
     `  NAPI:         ${urls.napi ? urls.napi + where : 'none'}`,
     `  IMGAPI:       ${urls.imgapi ? urls.imgapi + where : 'none'}`,
     `  SAPI:         ${urls.sapi ? urls.sapi + where : 'none'}`,
+    ...(urls.papi ? [`  PAPI:         ${urls.papi}${where}`] : []),
     `  FWAPI:        ${urls.fwapi ? `${urls.fwapi}${urls.fwapiFast ? `, updates ${urls.fwapiFast}` : ''}${where}` : 'none'}`,
   ];
   if (config.logFile) {
@@ -214,6 +228,14 @@ function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]
   const cli = process.env.npm_command === 'exec' ? 'npx mockcloud' : 'mockcloud';
   lines.push(`In another shell, '${cli} status' and '${cli} list-servers' find this daemon. Ctrl-C stops it.`);
   return `${lines.join('\n')}\n`;
+}
+
+/** The one line Ctrl-C (or SIGTERM) leaves: what stopped, and where its state is. */
+function stoppedLine(daemon: import('../daemon/daemon.js').Daemon): string {
+  const cns = daemon.fleet.computeNodeCount;
+  const parts = [`${cns} mock CN${cns === 1 ? '' : 's'}`];
+  if (daemon.headnode) parts.push('the embedded dev headnode');
+  return `mockcloud daemon stopped (pid ${process.pid}): ${parts.join(' and ')}; their state is in ${shown(daemon.config.dataDir)}, the next start loads it`;
 }
 
 /** A path as the user can paste it: relative to the working directory when under it. */

@@ -7,9 +7,9 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, deleteServers, deletingServers, listServers, newest } from './fleet-ops.js';
-import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { checkCount, Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface DeleteArgs extends DataDirArgs, JsonArgs {
   uuids?: string[];
@@ -36,7 +36,7 @@ async function handler(argv: DeleteArgs): Promise<void> {
     const bad = checkCount('--count', argv.count, 1, Number.MAX_SAFE_INTEGER);
     if (bad) throw new UsageError(bad);
   }
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   let targets: string[];
   if (uuids.length > 0) {
     targets = [...new Set(uuids.map((u) => u.toLowerCase()))];
@@ -48,7 +48,7 @@ async function handler(argv: DeleteArgs): Promise<void> {
   }
   const result = targets.length > 0 ? await deleteServers(daemon, targets, new Progress()) : { deleted: [], errors: [], gone: [] };
   if (argv.json) {
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(jsonLine(result));
   } else {
     for (const d of result.deleted) process.stdout.write(`deleted ${d.uuid}${d.vms?.length ? ` (and its ${d.vms.length} VM(s))` : ''}\n`);
     if (targets.length === 0) process.stdout.write('no mock CNs to delete\n');

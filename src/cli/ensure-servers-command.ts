@@ -7,9 +7,9 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
-import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
+import { CliError, daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, createServers, deleteServers, deletingServers, listServers, newest, reportErrors } from './fleet-ops.js';
-import { checkCount, Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { checkCount, Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import type { CreatedServer } from '../daemon/server-factory.js';
 import { creationOptionsOf, withCreationOptions } from './create-servers-command.js';
 import type { PlacementArgs } from './placement-options.js';
@@ -36,7 +36,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   if (bad) throw new UsageError(bad);
   const want = argv.count;
   const createOptions = creationOptionsOf(argv);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   // The nightly hook passes the DC's CNAPI in the environment; the CNs report to the daemon's.
   const envCnapi = process.env.MOCKCLOUD_CNAPI_URL?.replace(/\/+$/, '');
   if (envCnapi && daemon.info.urls.cnapi !== envCnapi) {
@@ -80,7 +80,7 @@ async function handler(argv: EnsureArgs): Promise<void> {
   const after = computeNodes(await listServers(daemon));
   outcome.after = after.length;
   outcome.deleting = await deletingServers(daemon);
-  if (argv.json) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(outcome));
   if (after.length !== want) {
     process.exitCode = 1;
     throw new CliError(`the daemon hosts ${after.length} mock CNs (besides any headnode server), not ${want}`);

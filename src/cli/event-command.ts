@@ -6,8 +6,11 @@
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
 import { EVENT_TYPES, type EventView } from '../events/index.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { MAX_DURATION_MS, validateEvent } from '../events/validate.js';
+import { CliError, daemonFor, UsageError } from './daemon-client.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { formatTable, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
+import { inFlagTerms } from './usage.js';
 
 interface EventArgs extends DataDirArgs, JsonArgs {
   type: string;
@@ -39,15 +42,66 @@ interface EventArgs extends DataDirArgs, JsonArgs {
   hang?: boolean;
   api?: string;
   'error-rate'?: number;
+  factor?: number;
+  timing?: string;
+  keys?: string;
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** "500ms", "30s", "5m", "1h" or a bare number of seconds, in ms. */
+/** "500ms", "30s", "5m", "1h" or a bare number of seconds, in ms (at most 30 days). */
 export function parseDuration(flag: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
   if (!m) throw new UsageError(`--${flag} ${JSON.stringify(text)} is not a duration (e.g. 500ms, 30s, 5m, 1h)`);
-  return Math.round(Number(m[1]) * UNITS[m[2] ?? 's']!);
+  const ms = Math.round(Number(m[1]) * UNITS[m[2] ?? 's']!);
+  if (ms > MAX_DURATION_MS) throw new UsageError(`--${flag} ${text} is longer than 30 days`);
+  return ms;
+}
+
+/**
+ * The control API's field of each flag, to say a refusal in the flags the user typed. A
+ * duration flag's field is in ms; its bounds are said in ms too (the flag takes 500ms).
+ */
+function eventFlags(type: string, bare = true): Record<string, string> {
+  const dotted: Record<string, string> = {
+    'target.servers': '--servers',
+    'target.percent': '--percent',
+    'target.count': '--count',
+    'target.profile': '--profile',
+    'target.all': '--all',
+    durationMs: '--duration',
+    seed: '--seed',
+    'params.bootMs': '--boot',
+    'params.offMs': '--off',
+    'params.spreadMs': '--spread',
+    'params.periodMs': '--period',
+    'params.downMs': '--down',
+    'params.lateMs': '--late',
+    'params.vms': '--vms',
+    'params.percent': type === 'zpool-fill' ? '--fill' : '--vm-percent',
+    'params.exitStatus': '--exit-status',
+    'params.overMs': '--over',
+    'params.availableMiB': '--available-mib',
+    'params.percentUsed': '--percent-used',
+    'params.task': '--task',
+    'params.delayMs': '--delay',
+    'params.error': '--error',
+    'params.probability': '--probability',
+    'params.hang': '--hang',
+    'params.api': '--api',
+    'params.errorRate': '--error-rate',
+  };
+  if (!bare) return dotted;
+  return {
+    ...dotted,
+    // In a "give delayMs, error or hang" the fields have no prefix.
+    delayMs: '--delay',
+    error: '--error',
+    errorRate: '--error-rate',
+    hang: '--hang',
+    availableMiB: '--available-mib',
+    percentUsed: '--percent-used',
+  };
 }
 
 function list(flag: string, text: string): string[] {
@@ -118,6 +172,13 @@ function params(argv: EventArgs): Record<string, unknown> {
       val('probability', 'probability');
       if (argv.hang) p.hang = true;
       break;
+    case 'timing':
+      val('factor', 'factor');
+      val('timing', 'profile');
+      if (argv.vms !== undefined) p.vms = list('vms', argv.vms);
+      if (argv.keys !== undefined) p.keys = argv.keys.split(',').map((k) => k.trim()).filter(Boolean);
+      if (p.factor === undefined && p.profile === undefined) throw new UsageError('timing needs --factor and/or --timing (e.g. --factor 5 --keys tasks)');
+      break;
     case 'outbound-fault':
       p.api = argv.api ?? '*';
       dur('delay', 'delayMs');
@@ -153,7 +214,7 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('boot', { type: 'string', describe: "reboot: time down; power-loss: each CN's kernel boot time (default the daemon's --boot-seconds)" })
     .option('off', { type: 'string', describe: 'power-loss: how long the power stays off (default 0: back at once)' })
     .option('spread', { type: 'string', describe: 'power-loss: power comes back to each CN at a random moment within this (default 0: all at once)' })
-    .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot: these VMs (comma-separated UUIDs; default every running VM)' })
+    .option('vms', { type: 'string', describe: 'vm-crash, vm-reboot, timing: these VMs (comma-separated UUIDs; default every running VM, timing: all)' })
     .option('vm-percent', { type: 'number', describe: "vm-crash, vm-reboot: this percentage of the targets' running VMs" })
     .option('exit-status', { type: 'number', describe: 'vm-crash: the exit status vmadm records (default 1)' })
     .option('fill', { type: 'number', describe: 'zpool-fill: the pool fill to reach, in percent' })
@@ -167,11 +228,15 @@ function builder(y: Argv): Argv<EventArgs> {
     .option('hang', { type: 'boolean', describe: "task-fault: the task never answers until the event ends or its caller gives up" })
     .option('api', { choices: ['cnapi', 'vmapi', 'napi', '*'], describe: "outbound-fault: which API's calls (default '*')" })
     .option('error-rate', { type: 'number', describe: 'outbound-fault: fraction of the hit requests that fail, 0-1' })
+    .option('factor', { type: 'number', describe: 'timing: multiply the durations by this (5: five times slower)' })
+    .option('timing', { type: 'string', describe: 'timing: a built-in timing profile instead (instant, smartos)' })
+    .option('keys', { type: 'string', describe: 'timing: only these timing keys (comma-separated: tasks, vm.boot, ...; docs/timing.md)' })
     .example('$0 event offline --count 3 --duration 30s', 'three random CNs stop heartbeating, then come back')
     .example('$0 event vm-crash --servers UUID --exit-status 137', "that CN's running VMs crash")
     .example('$0 event power-loss --all --spread 30s', 'a boot storm: every CN loses power and boots (by booter) over 30 s; see mockcloud boot-report')
     .example('$0 event zpool-fill --percent 10 --fill 95 --over 5m', "10 % of the CNs' pools fill to 95 %")
     .example('$0 event task-fault --all --task machine_create --hang', 'VM creations hang until the event ends')
+    .example('$0 event timing --profile rack-a --factor 5 --keys tasks --duration 10m', "rack-a's tasks run 5x slower for 10 minutes")
     .example('$0 event end --all', 'end every active event');
   return withJson(withDataDir(out), 'the answer') as Argv<EventArgs>;
 }
@@ -179,11 +244,11 @@ function builder(y: Argv): Argv<EventArgs> {
 async function handler(argv: EventArgs): Promise<void> {
   if (argv.type === 'end') {
     if ((argv.id === undefined) === !argv.all) throw new UsageError('name the event to end (mockcloud event end ID, see mockcloud events) or give --all');
-    const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+    const daemon = await daemonFor(argv);
     const answer = argv.all
       ? await daemon.call<{ ended: number }>('DELETE', '/events')
       : await daemon.call<{ id: string }>('DELETE', `/events/${encodeURIComponent(argv.id!)}`);
-    if (argv.json) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    if (argv.json) process.stdout.write(jsonLine(answer));
     else process.stdout.write(argv.all ? `ended ${(answer as { ended: number }).ended} event(s)\n` : `ended ${argv.id}\n`);
     return;
   }
@@ -191,9 +256,18 @@ async function handler(argv: EventArgs): Promise<void> {
   const body: Record<string, unknown> = { type: argv.type, target: target(argv), params: params(argv) };
   if (argv.duration !== undefined) body.durationMs = parseDuration('duration', argv.duration);
   if (argv.seed !== undefined) body.seed = argv.seed;
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
-  const answer = await daemon.call<EventView>('POST', '/events', body);
-  process.stdout.write(argv.json ? `${JSON.stringify(answer, null, 2)}\n` : `${describeEvent(answer)}\n`);
+  // The daemon's own checks, here first: a bad value is a usage error that names its flag.
+  try {
+    validateEvent(body);
+  } catch (err) {
+    throw new UsageError(inFlagTerms((err as Error).message, eventFlags(argv.type)));
+  }
+  const daemon = await daemonFor(argv);
+  const answer = await daemon.call<EventView>('POST', '/events', body).catch((err: unknown) => {
+    // The daemon's refusal (no CN matches, the headnode server named) in the flags' words too.
+    throw err instanceof CliError ? new CliError(inFlagTerms(err.message, eventFlags(argv.type, false))) : err;
+  });
+  process.stdout.write(argv.json ? jsonLine(answer) : `${describeEvent(answer)}\n`);
 }
 
 export const eventCommand: CommandModule<object, EventArgs> = {
@@ -203,16 +277,54 @@ export const eventCommand: CommandModule<object, EventArgs> = {
   handler,
 };
 
-type ListArgs = DataDirArgs & JsonArgs;
+type ListArgs = DataDirArgs & TableArgs;
+
+/** `mockcloud events`: a table as list-servers' (-H, -o, -s, -l), or one JSON object per line (-j). */
+const EVENTS_TABLE: TableSpec = {
+  columns: [
+    { field: 'id', header: 'ID' },
+    { field: 'type', header: 'TYPE' },
+    { field: 'servers', header: 'SERVERS', align: 'right' },
+    { field: 'vms', header: 'VMS', align: 'right' },
+    { field: 'skipped', header: 'SKIPPED', align: 'right' },
+    { field: 'startedAt', header: 'STARTED' },
+    { field: 'endsAt', header: 'ENDS' },
+    { field: 'source', header: 'SOURCE' },
+  ],
+  defaults: ['id', 'type', 'servers', 'vms', 'startedAt', 'endsAt'],
+  long: ['id', 'type', 'servers', 'vms', 'skipped', 'startedAt', 'endsAt', 'source'],
+  sort: ['startedAt', 'id'],
+};
+
+/** An event as a row: counts for the lists, "until ended" for an event without a duration. */
+function eventRow(e: EventView): Record<string, unknown> {
+  const src = e.source;
+  return {
+    id: e.id,
+    type: e.type,
+    servers: e.servers.length,
+    vms: e.vms ? e.vms.length : '-',
+    skipped: e.skipped ? e.skipped.length : 0,
+    startedAt: e.startedAt,
+    endsAt: e.endsAt ?? 'until ended',
+    source: src?.scenario !== undefined ? `${src.scenario}${src.step !== undefined ? ` step ${src.step}` : ''}` : '-',
+  };
+}
 
 export const eventsCommand: CommandModule<object, ListArgs> = {
   command: 'events',
-  describe: 'List the active fault events of the running daemon',
-  builder: (y: Argv) => withJson(withDataDir(y), 'the events') as Argv<ListArgs>,
+  describe: 'List the active fault events of the running daemon (-H, -o, -s, -l, -j)',
+  builder: (y: Argv) => withTableOptions(withDataDir(y), EVENTS_TABLE, 'one event per line') as Argv<ListArgs>,
   handler: async (argv: ListArgs) => {
-    const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+    // A bad -o or -s is a usage error whatever the daemon has.
+    const sort = sortOf(EVENTS_TABLE, argv);
+    if (!argv.json) formatTable(EVENTS_TABLE, argv, []);
+    const daemon = await daemonFor(argv);
     const answer = await daemon.call<{ active: EventView[] }>('GET', '/events');
-    if (argv.json) process.stdout.write(`${JSON.stringify(answer.active, null, 2)}\n`);
-    else process.stdout.write(answer.active.length ? `${answer.active.map(describeEvent).join('\n')}\n` : 'no active events\n');
+    if (argv.json) {
+      process.stdout.write(answer.active.map((e) => `${JSON.stringify(e)}\n`).join(''));
+      return;
+    }
+    process.stdout.write(formatTable(EVENTS_TABLE, argv, sortRows(answer.active.map(eventRow), sort)));
   },
 };

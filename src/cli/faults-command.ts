@@ -3,9 +3,12 @@
  * (src/agents/cn-agent/faults.ts), for testing how consumers cope with slow or failing tasks.
  */
 import type { Argv, CommandModule } from 'yargs';
+import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { daemonFor, UsageError } from './daemon-client.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLines } from './table.js';
+import { inFlagTerms } from './usage.js';
 
 interface FaultsArgs extends DataDirArgs, JsonArgs {
   action: 'list' | 'add' | 'remove' | 'clear';
@@ -54,21 +57,37 @@ function describeRule(r: FaultRule): string {
   return `${r.id}  ${where}  task ${r.task ?? '*'}  ${what}${r.probability !== undefined ? `  p=${r.probability}` : ''}  hits ${r.hits ?? 0}`;
 }
 
+/** The control API's field of each `faults add` flag, to say a refusal in the flags typed. */
+const FAULT_FLAGS: Record<string, string> = {
+  'fault:': 'faults add:',
+  server: '--server',
+  task: '--task',
+  delayMs: '--delay-ms',
+  error: '--error',
+  probability: '--probability',
+};
+
 async function handler(argv: FaultsArgs): Promise<void> {
   if (argv.server !== undefined && !isUuid(argv.server)) throw new UsageError(`--server ${JSON.stringify(argv.server)} is not a server UUID`);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const spec: Record<string, unknown> = {};
+  if (argv.action === 'add') {
+    for (const [flag, key] of [['server', 'server'], ['task', 'task'], ['delay-ms', 'delayMs'], ['error', 'error'], ['probability', 'probability']] as const) {
+      if (argv[flag] !== undefined) spec[key] = argv[flag];
+    }
+    // The daemon's own checks, here first: a bad value is a usage error that names its flag.
+    try {
+      validateFaultSpec(spec);
+    } catch (err) {
+      throw new UsageError(inFlagTerms((err as Error).message, FAULT_FLAGS));
+    }
+  }
+  const daemon = await daemonFor(argv);
   let answer: unknown;
   switch (argv.action) {
     case 'list':
       answer = await daemon.call<FaultRule[]>('GET', '/faults');
       break;
     case 'add': {
-      const spec: Record<string, unknown> = {};
-      if (argv.server !== undefined) spec.server = argv.server;
-      if (argv.task !== undefined) spec.task = argv.task;
-      if (argv['delay-ms'] !== undefined) spec.delayMs = argv['delay-ms'];
-      if (argv.error !== undefined) spec.error = argv.error;
-      if (argv.probability !== undefined) spec.probability = argv.probability;
       answer = await daemon.call<FaultRule>('POST', '/faults', spec);
       break;
     }
@@ -81,7 +100,8 @@ async function handler(argv: FaultsArgs): Promise<void> {
       break;
   }
   if (argv.json) {
-    process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+    // A list is one object per line, as every list command's -j.
+    process.stdout.write(argv.action === 'list' ? jsonLines(answer as FaultRule[]) : jsonLine(answer));
   } else if (argv.action === 'list') {
     const rules = answer as FaultRule[];
     process.stdout.write(rules.length ? `${rules.map(describeRule).join('\n')}\n` : 'no fault rules\n');

@@ -8,7 +8,7 @@ import { mapLimit } from '../daemon/concurrency.js';
 import { batchMixes, formatMix, type Mix } from '../daemon/fleet-mix.js';
 import type { Placement } from '../mockcn/profiles.js';
 import { scanServers } from '../mockcn/server-dir.js';
-import { CliError, type DaemonClient } from './daemon-client.js';
+import { CliError, UsageError, type DaemonClient } from './daemon-client.js';
 import type { Progress } from './options.js';
 
 /** One CN as the control API's GET /servers lists it. */
@@ -66,6 +66,7 @@ export interface CreateOptions {
  * start what a crash interrupted.
  */
 export async function createServers(daemon: DaemonClient, count: number, opts: CreateOptions, progress: Progress): Promise<CreateResult> {
+  if (opts.mix) await checkMixProfiles(daemon, opts.mix);
   const run: CreateRun = { daemon, count, opts, progress, all: { created: [], errors: [] }, before: 0, inFlight: 0 };
   run.before = await serversOnDisk(daemon);
   progress.start('created', count);
@@ -93,6 +94,24 @@ export async function createServers(daemon: DaemonClient, count: number, opts: C
     progress.stop();
   }
   return run.all;
+}
+
+/**
+ * Every profile a mix names must exist before anything is created: a batch is sent only the
+ * profiles drawn for it, so an unknown one with a small weight could go unnoticed (or stop the
+ * run halfway).
+ */
+async function checkMixProfiles(daemon: DaemonClient, mix: Mix): Promise<void> {
+  const profiles = await daemon.call<{ name: string }[]>('GET', '/profiles');
+  if (!Array.isArray(profiles)) return; // an older daemon: it checks each batch's own
+  const known = profiles.map((p) => p.name);
+  const unknown = mix.map(([name]) => name).filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    throw new UsageError(
+      `--mix: ${unknown.length > 1 ? 'no profiles' : 'no profile'} ${unknown.map((n) => JSON.stringify(n)).join(', ')} in this daemon; ` +
+        `its profiles: ${known.join(', ')}; nothing was created`,
+    );
+  }
 }
 
 interface CreateRun {

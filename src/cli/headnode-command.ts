@@ -1,5 +1,5 @@
 /**
- * `mockcloud headnode`: the embedded dev headnode (CNAPI, VMAPI, NAPI and IMGAPI subsets) with
+ * `mockcloud headnode`: the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI, SAPI and PAPI subsets) with
  * the DC's headnode server (one mock CN, as every Triton DC has) and no compute nodes, in the
  * foreground, for a daemon elsewhere (`mockcloud daemon --cnapi-url ...`) or for tools written
  * against Triton. State persists in <data-dir>/headnode/ and <data-dir>/servers/; the addresses
@@ -23,6 +23,7 @@ interface HeadnodeArgs {
   'napi-port': number;
   'imgapi-port': number;
   'sapi-port': number;
+  'papi-port': number;
   'fwapi-port': number;
   'datacenter-name': string;
   'admin-uuid': string;
@@ -30,12 +31,12 @@ interface HeadnodeArgs {
   'log-level'?: string;
 }
 
-const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi'] as const;
+const SERVICES = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'papi', 'fwapi'] as const;
 
 function builder(y: Argv): Argv<HeadnodeArgs> {
   let out = y
     .option('data-dir', { type: 'string', describe: 'where the state lives (<data-dir>/headnode/, headnode.json) (env MOCKCLOUD_DATA_DIR)' })
-    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all six services' }) as Argv<HeadnodeArgs>;
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address of all seven services' }) as Argv<HeadnodeArgs>;
   for (const svc of SERVICES) {
     out = out.option(`${svc}-port`, {
       type: 'number',
@@ -103,6 +104,8 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     log.info({ signal }, 'stopping on signal');
     daemon.stop().then(
       () => {
+        // One line, as the daemon's Ctrl-C leaves: what stopped and where its state stays.
+        process.stdout.write(`mockcloud dev headnode stopped (pid ${process.pid}); its state is in ${dataDir}, the next start loads it\n`);
         process.exitCode = 0;
       },
       (err: unknown) => {
@@ -128,19 +131,21 @@ async function handler(argv: HeadnodeArgs): Promise<void> {
     `  NAPI:         ${urls.napi}`,
     `  IMGAPI:       ${urls.imgapi}`,
     `  SAPI:         ${urls.sapi}`,
+    `  PAPI:         ${urls.papi}`,
     `  FWAPI:        ${urls.fwapi} (updates ${urls.fwapiFast})`,
     ...(booter ? [`  booter:       DHCP ${booter.dhcp.ip}:${booter.dhcp.port} (UDP), boot files ${booter.http}`] : []),
     `  headnode server: ${server ? `${server.uuid} (cn-agent ${server.agentAddress?.ip ?? '-'}:${server.agentAddress?.port ?? '-'})` : 'none'}`,
     `  addresses in: ${headnode.headnodeJsonPath}`,
     `  logs:         ${argv['log-file'] ?? 'stderr'}`,
     `Point a daemon at it: mockcloud daemon --cnapi-url ${urls.cnapi} --vmapi-url ${urls.vmapi} --napi-url ${urls.napi} --imgapi-url ${urls.imgapi} --sapi-url ${urls.sapi}${booterFlags}`,
+    'Ctrl-C stops it.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 export const headnodeCommand: CommandModule<object, HeadnodeArgs> = {
   command: 'headnode',
-  describe: 'Run the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI, SAPI subsets) alone on loopback ports (foreground)',
+  describe: 'Run the embedded dev headnode (CNAPI, VMAPI, NAPI, IMGAPI, SAPI, PAPI subsets) alone on loopback ports (foreground)',
   builder,
   handler,
 };

@@ -14,11 +14,11 @@ import { adminNicOf, DAEMON_SYSINFO_KEY, readSysinfoFile } from '../mockcn/sysin
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import { readProfileName } from '../mockcn/profile-record.js';
 import { cnapiServers, cnapiStatuses, cnapiUrlFor } from './cnapi-view.js';
-import { clientDataDir, CliError, DaemonClient } from './daemon-client.js';
+import { clientDataDir, CliError, DaemonClient, daemonLine } from './daemon-client.js';
 import { describeSystemError } from '../common/system-errors.js';
 import { listServers, type ServerSummary } from './fleet-ops.js';
 import { withDataDir, type DataDirArgs } from './options.js';
-import { formatTable, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
+import { formatTable, jsonLines, sortOf, sortRows, withTableOptions, type TableArgs, type TableSpec } from './table.js';
 
 interface ListArgs extends DataDirArgs, TableArgs {
   'cnapi-url'?: string;
@@ -87,7 +87,7 @@ function builder(y: Argv): Argv<ListArgs> {
       type: 'boolean',
       describe: "every mock CN CNAPI knows, whichever daemon hosts it (from each CN's sysinfo 'Mockcloud Daemon'), not only this daemon's",
     });
-  return withTableOptions(withDataDir(out), LIST_TABLE, 'a list of {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, profile, created, daemon, config}')
+  return withTableOptions(withDataDir(out), LIST_TABLE, 'one {uuid, hostname, adminIp, agentAddress, vms, status, headnode, role, profile, created, daemon, config} per line')
     .example('$0 list-servers -H -o uuid', 'one uuid per line')
     .example('$0 list-servers -s -vms -o hostname,vms', 'the CNs with the most VMs first') as Argv<ListArgs>;
 }
@@ -125,11 +125,12 @@ async function handler(argv: ListArgs): Promise<void> {
   const live = info && isProcessAlive(info.pid) ? info : undefined;
   if (argv['all-daemons']) {
     const rows = sortRows(await allDaemonsRows(await cnapiUrlFor(dataDir, live, argv['cnapi-url'])), sort);
-    process.stdout.write(argv.json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(table, argv, rows));
+    process.stdout.write(argv.json ? jsonLines(rows) : formatTable(table, argv, rows));
     return;
   }
   const servers = live ? await listServers(new DaemonClient(live)) : await offlineServers(dataDir);
   if (!live) process.stderr.write(`mockcloud: no daemon runs for ${dataDir}; listing the data dir\n`);
+  else if (!argv.json) process.stderr.write(`${daemonLine(live)}\n`);
   const statuses = await cnapiStatuses(await cnapiUrlFor(dataDir, live, argv['cnapi-url']));
   const rows: ListedServer[] = sortRows(
     servers.map((s) => ({
@@ -148,11 +149,7 @@ async function handler(argv: ListArgs): Promise<void> {
     })),
     sort,
   );
-  if (argv.json) {
-    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
-    return;
-  }
-  process.stdout.write(formatTable(LIST_TABLE, argv, rows));
+  process.stdout.write(argv.json ? jsonLines(rows) : formatTable(LIST_TABLE, argv, rows));
 }
 
 /** config-agent's view of a CN: its config's age, "stale" when a check is overdue, "-" before the first. */

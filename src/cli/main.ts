@@ -12,7 +12,7 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { MockcloudError } from '../common/errors.js';
 import { describeSystemError, systemErrorCode } from '../common/system-errors.js';
-import { MOCKCLOUD_VERSION } from '../daemon/version.js';
+import { versionLine } from '../daemon/version.js';
 import { addExternalsCommand } from './add-externals-command.js';
 import { bootReportCommand } from './boot-report-command.js';
 import { createServersCommand } from './create-servers-command.js';
@@ -22,6 +22,7 @@ import { daemonCommand } from './daemon-command.js';
 import { deleteServersCommand } from './delete-servers-command.js';
 import { ensureServersCommand } from './ensure-servers-command.js';
 import { eventCommand, eventsCommand } from './event-command.js';
+import { timingCommand } from './timing-command.js';
 import { faultsCommand } from './faults-command.js';
 import { headnodeCommand } from './headnode-command.js';
 import { listServersCommand } from './list-servers-command.js';
@@ -31,6 +32,7 @@ import { setServersCommand } from './set-servers-command.js';
 import { scenarioCommand } from './scenario-command.js';
 import { statusCommand } from './status-command.js';
 import { uiCommand } from './ui-command.js';
+import { flagName, plainUsage } from './usage.js';
 
 const COMMANDS = [
   daemonCommand,
@@ -47,13 +49,14 @@ const COMMANDS = [
   setServersCommand,
   eventCommand,
   eventsCommand,
+  timingCommand,
   bootReportCommand,
   scenarioCommand,
   mirrorCommand,
 ] as const;
 
 /** The command names, as typed (`create-servers`, `faults`). */
-export const COMMAND_NAMES: readonly string[] = [...COMMANDS.map((c) => String(c.command).split(' ')[0]!), 'help', 'completion'];
+export const COMMAND_NAMES: readonly string[] = [...COMMANDS.map((c) => String(c.command).split(' ')[0]!), 'help', 'version', 'completion'];
 
 /** A yargs validation failure (unknown flag, missing count, bad choice): a usage error. */
 class YargsUsage extends UsageError {}
@@ -76,26 +79,62 @@ const helpCommand = {
   },
 };
 
+/** `mockcloud version`: the same line as `mockcloud --version`. */
+const versionCommand = {
+  command: 'version',
+  describe: 'Print the version, the git commit and the build time (as --version does)',
+  builder: (y: Argv) => y,
+  handler: () => {
+    process.stdout.write(`${versionLine()}\n`);
+  },
+};
+
 export function buildCli(args: string[]): Argv {
   let y = yargs(args)
     .scriptName('mockcloud')
+    // The messages usage.ts rewords are yargs' English ones, whatever the user's LANG.
+    .locale('en')
     .usage('$0 <command> [options]\n\nMany mock Triton compute nodes in one process.')
     .parserConfiguration({ 'boolean-negation': true });
   for (const c of COMMANDS) y = y.command(c as never);
-  return y
+  const cli: Argv = y
     .command(helpCommand as never)
+    .command(versionCommand as never)
     .completion('completion', 'Print a bash completion script (add it to ~/.bashrc: mockcloud completion >> ~/.bashrc)')
+    .middleware(numbersAreNumbers(args) as never, true)
     .demandCommand(1, 'name a command')
     .recommendCommands()
     .strict()
     .help()
     .alias('help', 'h')
-    .version(MOCKCLOUD_VERSION)
+    .version(versionLine())
     .wrap(Math.min(120, process.stdout.columns || 100))
     .fail((msg, err) => {
-      if (err) throw err;
-      throw new YargsUsage(msg.replace(/\s*\n\s*/g, '; '));
+      // yargs' own parse errors (a flag missing its value) are usage errors too.
+      if (err && err.name !== 'YError') throw err;
+      // The command's options at the time of the failure, for a did-you-mean.
+      const options = Object.keys((cli as Argv & { getOptions(): { key: Record<string, unknown> } }).getOptions().key).filter((k) => !/[A-Z]/.test(k));
+      throw new YargsUsage(plainUsage(msg ?? err?.message ?? '', commandOf(args), args, options).replace(/\s*\n\s*/g, '; '));
     });
+  return cli;
+}
+
+/**
+ * A number option or argument given a word (`create-servers abc`, `--count x`): yargs makes it
+ * NaN, and the check after it would say "not null"; say what was typed instead.
+ */
+function numbersAreNumbers(args: string[]): (argv: Record<string, unknown>) => void {
+  return (argv) => {
+    for (const [key, value] of Object.entries(argv)) {
+      if (typeof value !== 'number' || !Number.isNaN(value) || /[A-Z]/.test(key)) continue;
+      const flag = flagName(key);
+      const i = args.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
+      let raw: string | undefined;
+      if (i >= 0) raw = args[i]!.startsWith(`${flag}=`) ? args[i]!.slice(flag.length + 1) : args[i + 1];
+      else raw = args.slice(args.findIndex((a) => COMMAND_NAMES.includes(a)) + 1).find((a) => !a.startsWith('-'));
+      throw new UsageError(`${i >= 0 ? flag : key === 'count' ? 'N' : key} must be a number, not ${JSON.stringify(raw ?? '')}`);
+    }
+  };
 }
 
 /** The command the user meant (for the hint), from the words before any option. */

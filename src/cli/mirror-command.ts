@@ -9,17 +9,15 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { JsonHttpClient } from '../common/http-client.js';
 import { isUuid } from '../common/uuid.js';
 import { resolveConfig, type DaemonConfig } from '../daemon/config.js';
 import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
-import { capture, type CaptureUrls } from '../mirror/capture.js';
+import type { CaptureUrls } from '../mirror/capture.js';
 import { DEFAULT_CAPTURE_LIMITS, RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
-import { load } from '../mirror/load.js';
 import type { LoadReport } from '../mirror/load-report.js';
-import { clientDataDir, CliError, findDaemon, UsageError } from './daemon-client.js';
-import { Progress, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { clientDataDir, CliError, daemonFor, daemonLine, UsageError } from './daemon-client.js';
+import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface MirrorArgs extends DataDirArgs, JsonArgs {
   action: 'capture' | 'load';
@@ -77,7 +75,7 @@ function builder(y: Argv): Argv<MirrorArgs> {
       type: 'string',
       describe:
         svc === 'papi'
-          ? 'PAPI URL (capture: packages are captured where given; load: packages are loaded where given)'
+          ? "PAPI URL (capture: packages are captured where given, or from the running daemon's dev headnode; load: packages are loaded there, by default into the daemon's dev headnode's PAPI)"
           : `capture: ${svc.toUpperCase()} URL (default: the daemon's setting: MOCKCLOUD_${svc.toUpperCase()}_URL, config file, mdata; else the running daemon's)`,
     });
   }
@@ -137,13 +135,16 @@ async function captureUrls(argv: MirrorArgs): Promise<{ urls: CaptureUrls; admin
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  const daemon = await readDaemonJson(clientDataDir(argv['data-dir']));
+  // A daemon is asked only for what the configuration lacks.
+  const configured = (['cnapi', 'vmapi', 'napi'] as const).every((svc) => config.urls[svc]);
+  const daemon = configured ? undefined : await readDaemonJson(clientDataDir(argv['data-dir']));
+  if (daemon) process.stderr.write(`${daemonLine(daemon)}: capturing the Triton it reports to\n`);
   const urls: Record<string, string> = {};
   for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi'] as const) {
     const v = config.urls[svc] ?? daemon?.urls[svc];
     if (v) urls[svc] = v.replace(/\/+$/, '');
   }
-  const papi = argv['papi-url'] || process.env.MOCKCLOUD_PAPI_URL;
+  const papi = argv['papi-url'] || process.env.MOCKCLOUD_PAPI_URL || daemon?.urls.papi;
   if (papi) urls.papi = papi.replace(/\/+$/, '');
   const missing = (['cnapi', 'vmapi', 'napi'] as const).filter((s) => !urls[s]);
   if (missing.length > 0) {
@@ -173,6 +174,8 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
   const stop = interruptible();
   const progress = progressByKind('captured');
   try {
+    // Loaded here, not at the top: the other commands start without the mirror's modules.
+    const { capture } = await import('../mirror/capture.js');
     const header = await capture({
       urls,
       output: path.resolve(output),
@@ -184,7 +187,7 @@ async function runCapture(argv: MirrorArgs): Promise<void> {
       onProgress: (p) => progress.update(p.kind, p.done, p.total),
     });
     progress.stop();
-    if (argv.json) process.stdout.write(`${JSON.stringify(header, null, 2)}\n`);
+    if (argv.json) process.stdout.write(jsonLine(header));
     else {
       const c = header.counts;
       process.stdout.write(
@@ -205,9 +208,10 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
     maxLineBytes: Math.floor(positive('--max-line-mib', argv['max-line-mib'], 4096) * MiB),
     maxBytes: Math.floor(positive('--max-size-gib', argv['max-size-gib'], 1024) * GiB),
   };
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   const urls = daemon.info.urls;
   if (!urls.napi) throw new CliError('the daemon has no NAPI (standalone): a capture loads into a daemon with a headnode (--headnode, or Triton URLs)');
+  const [{ JsonHttpClient }, { load }] = await Promise.all([import('../common/http-client.js'), import('../mirror/load.js')]);
   const http = new JsonHttpClient({ maxSockets: 64, timeoutMs: 60_000, userAgent: 'mockcloud-mirror' });
   const stop = interruptible();
   const progress = progressByKind('loaded');
@@ -222,7 +226,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
         ...(urls.cnapi ? { cnapi: urls.cnapi } : {}),
         ...(urls.vmapi ? { vmapi: urls.vmapi } : {}),
         ...(urls.imgapi ? { imgapi: urls.imgapi } : {}),
-        ...(argv['papi-url'] ? { papi: argv['papi-url'].replace(/\/+$/, '') } : {}),
+        ...(argv['papi-url'] ? { papi: argv['papi-url'].replace(/\/+$/, '') } : urls.papi ? { papi: urls.papi } : {}),
       },
       ...(argv['remap-uuids'] ? { remapUuids: true } : {}),
       ...(argv['remap-seed'] !== undefined ? { remapSeed: argv['remap-seed'] } : {}),
@@ -235,7 +239,7 @@ async function runLoad(argv: MirrorArgs): Promise<void> {
     stop.done();
     http.agent.destroy();
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(report));
   else printReport(report);
   const failed = Object.values(report.counts).reduce((n, c) => n + c.failed, 0);
   if (failed > 0) {

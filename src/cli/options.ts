@@ -19,7 +19,15 @@ export interface JsonArgs {
 }
 
 export function withJson<T>(y: Argv<T>, what: string): Argv<T & JsonArgs> {
-  return y.option('json', { alias: 'j', type: 'boolean', describe: `print ${what} as JSON` }) as Argv<T & JsonArgs>;
+  return y.option('json', { alias: 'j', type: 'boolean', describe: `print ${what} as JSON, on one line` }) as Argv<T & JsonArgs>;
+}
+
+/**
+ * `-j` of a command answering one object: that object on one line, as node-triton's `get`
+ * commands print it, so every `-j` output is one JSON object per line (`| json -ga`).
+ */
+export function jsonLine(value: unknown): string {
+  return `${JSON.stringify(value)}\n`;
 }
 
 /** A whole number in [min, max] from a positional or flag, or a UsageError-worthy message. */

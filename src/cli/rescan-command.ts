@@ -4,8 +4,8 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { daemonFor, UsageError } from './daemon-client.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface RescanArgs extends DataDirArgs, JsonArgs {
   uuids?: string[];
@@ -26,7 +26,7 @@ async function handler(argv: RescanArgs): Promise<void> {
   const uuids = (argv.uuids ?? []).map(String);
   const bad = uuids.find((u) => !isUuid(u));
   if (bad !== undefined) throw new UsageError(`${JSON.stringify(bad)} is not a server UUID`);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   const result: { servers: Rescanned[]; errors: { uuid: string; message: string }[] } = { servers: [], errors: [] };
   if (uuids.length === 0) {
     Object.assign(result, await daemon.call<typeof result>('POST', '/rescan'));
@@ -37,7 +37,7 @@ async function handler(argv: RescanArgs): Promise<void> {
       else result.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
     }
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(result));
   else {
     for (const s of result.servers) process.stdout.write(`${s.uuid}  ${s.vms} VM(s)${s.sysinfoChanged ? '  sysinfo changed, registered again' : ''}\n`);
   }

@@ -12,17 +12,16 @@ import { randomBytes } from 'node:crypto';
 import { readSmallTextFile } from '../common/bounded-file.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Argv, CommandModule } from 'yargs';
-import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { isProcessAlive } from '../daemon/daemon-json.js';
-import { formatDuration } from '../scenarios/duration.js';
+import { formatDuration } from '../common/duration.js';
 import { checkAgainstFleet } from '../scenarios/fleet-check.js';
 import { parseScenario } from '../scenarios/parse.js';
 import { claimScenarioPid, removeScenarioPid, removeStaleScenarioPid, runningScenarioPid, scenarioPidPath } from '../scenarios/pid-file.js';
 import { RunAborted, runScenario, StepFailed } from '../scenarios/runner.js';
 import { scenarioLength, timeline } from '../scenarios/timeline.js';
 import type { Scenario, ScenarioProblem } from '../scenarios/types.js';
-import { clientDataDir, CliError, findDaemon, UsageError, type DaemonClient } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { clientDataDir, CliError, daemonFor, daemonLine, findDaemon, UsageError, type DaemonClient } from './daemon-client.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { ControlApiDriver, daemonSeed, endAllEvents, fleetView } from './scenario-driver.js';
 import { ScenarioProgress } from './scenario-progress.js';
 
@@ -56,6 +55,8 @@ async function load(file: string): Promise<{ scenario?: Scenario; problems: Scen
     if (err instanceof MockcloudError) throw new UsageError(err.message);
     throw new UsageError(`cannot read the scenario file ${file}: ${(err as Error).message}`);
   }
+  // Loaded here, not at the top: every other command starts without cn-agent's hundred task modules.
+  const { TASK_REGISTRY } = await import('../agents/cn-agent/tasks/index.js');
   const parsed = parseScenario(text, file, { taskNames: [...TASK_REGISTRY.keys()] });
   return parsed.ok ? { scenario: parsed.scenario, problems: [] } : { problems: parsed.problems };
 }
@@ -84,6 +85,7 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
   if (scenario) {
     const daemon = await daemonIfRunning(dataDir);
     if (daemon) {
+      if (!argv.json) process.stderr.write(`${daemonLine(daemon.info)}\n`);
       const fleet = await fleetView(daemon);
       problems.push(...checkAgainstFleet(scenario, fleet));
       checked = true;
@@ -93,7 +95,7 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
   if (argv.json) {
     const entries = scenario ? timeline(scenario) : [];
     process.stdout.write(
-      `${JSON.stringify(
+      jsonLine(
         {
           file,
           ok: problems.length === 0,
@@ -101,9 +103,7 @@ async function validate(argv: ScenarioArgs, file: string): Promise<void> {
           checkedAgainstDaemon: checked,
           ...(scenario ? { name: scenario.name, steps: scenario.steps.length, entries: entries.length, lengthMs: scenarioLength(entries) } : {}),
         },
-        null,
-        2,
-      )}\n`,
+      ),
     );
     if (problems.length > 0) process.exitCode = 2;
     return;
@@ -121,7 +121,7 @@ async function run(argv: ScenarioArgs, file: string): Promise<void> {
   const dataDir = clientDataDir(argv['data-dir']);
   const { scenario, problems } = await load(file);
   if (!scenario) return printProblems(file, problems);
-  const daemon = await findDaemon(dataDir);
+  const daemon = await daemonFor(argv);
   const fleetProblems = checkAgainstFleet(scenario, await fleetView(daemon));
   if (fleetProblems.length > 0) return printProblems(file, fleetProblems);
   if (scenario.steps.some((st) => st.action.kind === 'event' || st.action.kind === 'mark')) await requireEventsApi(daemon);
@@ -194,7 +194,7 @@ async function stop(argv: ScenarioArgs): Promise<void> {
   }
   // The run's own undo ended its events; this ends what is left (events without a duration of
   // a finished run, or of a run killed with -9).
-  const daemon = await findDaemon(dataDir);
+  const daemon = await daemonFor(argv);
   const ended = await endAllEvents(daemon);
   lines.push(`ended ${ended} active event(s)`);
   process.stdout.write(`${lines.join('; ')}\n`);

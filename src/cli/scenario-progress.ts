@@ -5,7 +5,7 @@
  * its time into the run, its step number and its line in the file.
  */
 import cliProgress from 'cli-progress';
-import { formatDuration } from '../scenarios/duration.js';
+import { formatDuration } from '../common/duration.js';
 import type { RunListener } from '../scenarios/runner.js';
 import type { TimelineEntry } from '../scenarios/types.js';
 

@@ -6,9 +6,9 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { isUuid } from '../common/uuid.js';
-import { clientDataDir, findDaemon, UsageError } from './daemon-client.js';
+import { daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, listServers } from './fleet-ops.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 import { placementOf, withPlacement, type PlacementArgs } from './placement-options.js';
 
 interface SetArgs extends DataDirArgs, JsonArgs, PlacementArgs {
@@ -37,7 +37,7 @@ async function handler(argv: SetArgs): Promise<void> {
   if (selectors !== 1) throw new UsageError('name the CNs: UUIDs, --profile NAME or --all (one of them)');
   const bad = uuids.find((u) => !isUuid(u));
   if (bad !== undefined) throw new UsageError(`${JSON.stringify(bad)} is not a server UUID`);
-  const daemon = await findDaemon(clientDataDir(argv['data-dir']));
+  const daemon = await daemonFor(argv);
   let targets = uuids;
   if (uuids.length === 0) {
     const cns = computeNodes(await listServers(daemon));
@@ -50,7 +50,7 @@ async function handler(argv: SetArgs): Promise<void> {
     if (res.status === 200) result.servers.push(res.body);
     else result.errors.push({ uuid, message: res.body?.message ?? `HTTP ${res.status}` });
   }
-  if (argv.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  if (argv.json) process.stdout.write(jsonLine(result));
   else for (const s of result.servers) process.stdout.write(`${s.uuid}  ${JSON.stringify(s.cnapi)}\n`);
   for (const e of result.errors) process.stderr.write(`mockcloud: ${e.uuid}: ${e.message}\n`);
   if (result.errors.length > 0) process.exitCode = 1;

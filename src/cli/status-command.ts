@@ -5,13 +5,16 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { clientDataDir, findDaemon } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface StatusArgs extends DataDirArgs, JsonArgs {}
 
 interface DaemonStatus {
   pid: number;
   version: string;
+  /** The build (absent from older daemons). */
+  gitSha?: string | null;
+  buildTime?: string | null;
   state: string;
   uptimeSeconds: number;
   dataDir: string;
@@ -44,17 +47,18 @@ function builder(y: Argv): Argv<StatusArgs> {
 }
 
 async function handler(argv: StatusArgs): Promise<void> {
+  // Its output names the daemon (pid, data dir) itself.
   const daemon = await findDaemon(clientDataDir(argv['data-dir']));
   const s = await daemon.call<DaemonStatus>('GET', '/status');
   if (argv.json) {
-    process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+    process.stdout.write(jsonLine(s));
     return;
   }
   const errors = Object.entries(s.errors ?? {});
   const failing = Object.entries(s.cnapi?.failingServers ?? {}).filter(([, n]) => n > 0);
   const tasks = s.cnAgent?.tasks ?? {};
   const lines = [
-    `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}`,
+    `daemon:            pid ${s.pid}, ${s.state}, up ${s.uptimeSeconds}s, version ${s.version}${s.gitSha ? ` (git ${s.gitSha.slice(0, 12)}, built ${s.buildTime ?? 'unknown'})` : ''}`,
     `data dir:          ${s.dataDir}`,
     `mock CNs:          ${s.servers} (${s.registered} registered)`,
     ...(s.profiles ? [`profiles:          ${Object.entries(s.profiles).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}`] : []),

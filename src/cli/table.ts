@@ -1,6 +1,7 @@
 /**
  * Listings as Triton's CLIs print them (node-triton, sdcadm): `-H` no header, `-o a,b` the
- * columns, `-s a,-b` the sort (a leading `-` reverses), `-l` the long column set, `-j` JSON.
+ * columns, `-s a,-b` the sort (a leading `-` reverses), `-l` the long column set, `-j` one JSON
+ * object per line (node-triton's list commands: `triton instances -j | json -ga name`).
  * The table itself is tabula's, the library those CLIs print with.
  */
 import { createRequire } from 'node:module';
@@ -61,7 +62,7 @@ export function withTableOptions<T>(y: Argv<T>, spec: TableSpec, what: string): 
       requiresArg: true,
     })
     .option('l', { alias: 'long', type: 'boolean', describe: `long format: ${spec.long.join(', ')}` })
-    .option('json', { alias: 'j', type: 'boolean', describe: `print ${what} as JSON` }) as Argv<T & TableArgs>;
+    .option('json', { alias: 'j', type: 'boolean', describe: `JSON: ${what}` }) as Argv<T & TableArgs>;
 }
 
 /** A column name as a user types it (adminIp, admin_ip, ADMIN-IP) → the field it names. */
@@ -101,4 +102,9 @@ export function formatTable(spec: TableSpec, args: TableArgs, rows: object[]): s
     return { lookup: c.field, name: c.header, align: c.align ?? 'left' };
   });
   return tabula.format(rows, { columns, skipHeader: args.H === true, noAnsi: true });
+}
+
+/** `-j` of a listing: one JSON object per line, in the listing's order. */
+export function jsonLines(rows: readonly object[]): string {
+  return rows.map((r) => `${JSON.stringify(r)}\n`).join('');
 }

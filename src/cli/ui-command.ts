@@ -3,8 +3,8 @@
  * from its daemon.json as the other commands find the daemon. Open it in a browser.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { CliError, clientDataDir, findDaemon } from './daemon-client.js';
-import { withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
+import { CliError, daemonFor } from './daemon-client.js';
+import { jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 
 interface UiArgs extends DataDirArgs, JsonArgs {}
 
@@ -16,11 +16,10 @@ function builder(y: Argv): Argv<UiArgs> {
 }
 
 async function handler(argv: UiArgs): Promise<void> {
-  const dataDir = clientDataDir(argv['data-dir']);
-  const daemon = await findDaemon(dataDir);
+  const daemon = await daemonFor(argv);
   const ui = daemon.info.ui;
-  if (!ui) throw new CliError(`the mockcloud daemon for ${dataDir} (pid ${daemon.info.pid}) serves no fleet page (started with --ui-address none?)`);
-  process.stdout.write(argv.json ? `${JSON.stringify(ui, null, 2)}\n` : `${ui.url}\n`);
+  if (!ui) throw new CliError(`the mockcloud daemon for ${daemon.info.dataDir} (pid ${daemon.info.pid}) serves no fleet page (started with --ui-address none?)`);
+  process.stdout.write(argv.json ? jsonLine(ui) : `${ui.url}\n`);
 }
 
 export const uiCommand: CommandModule<object, UiArgs> = {

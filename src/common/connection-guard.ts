@@ -38,11 +38,11 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 
 /**
- * Every connection some guard took. A server may be watched by more than one guard (the
- * control API's Unix socket for the CLI has its own, so a flood of its TCP port cannot shed
- * the CLI's connections): each takes only the connections no other guard took first.
+ * Connections a guard took as its own alone (`admit(..., { exclusive: true })`): a server may
+ * be watched by more than one guard (the control API's Unix socket for the CLI has its own, so
+ * a flood of its TCP port cannot shed the CLI's connections), and the others leave these be.
  */
-const admitted = new WeakSet<net.Socket>();
+const exclusive = new WeakSet<net.Socket>();
 
 export interface ConnectionLimits {
   /** From connect to a first request's complete headers. */
@@ -219,12 +219,13 @@ export class ConnectionGuard {
 
   /**
    * Guard every connection `server` gets from now on (listened for, or emitted into it). A
-   * connection `admit` already took (at accept, before it was handed over), by this guard or
-   * another, is not taken twice; requests on it move it through the phases of the guard that took it.
+   * connection `admit` already took (at accept, before it was handed over) is not taken twice,
+   * nor one another guard took exclusively; requests on it move it through the phases of the
+   * guard that took it.
    */
   watch(server: http.Server): void {
     server.on('connection', (sock: net.Socket) => {
-      if (!admitted.has(sock)) this.admit(sock);
+      if (!this.sockets.has(sock) && !exclusive.has(sock)) this.admit(sock);
     });
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const sock = req.socket;
@@ -289,7 +290,7 @@ export class ConnectionGuard {
    * Take a new connection (of `group`, e.g. the CN whose port accepted it), making room at a
    * cap by shedding older idle ones. False (and the socket destroyed) when every slot is busy.
    */
-  admit(sock: net.Socket, group?: string, opts: { silent?: boolean } = {}): boolean {
+  admit(sock: net.Socket, group?: string, opts: { silent?: boolean; exclusive?: boolean } = {}): boolean {
     const l = this.limits;
     let g: Group | undefined;
     if (group !== undefined && l.maxPerGroup > 0) {
@@ -309,7 +310,7 @@ export class ConnectionGuard {
     t.link = new Link(t);
     t.groupLink = new Link(t);
     this.sockets.set(sock, t);
-    admitted.add(sock);
+    if (opts.exclusive) exclusive.add(sock);
     this.listOf(phase)!.push(t.link);
     if (g) {
       g.count++;

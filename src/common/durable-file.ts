@@ -78,6 +78,23 @@ interface DirSync {
 const dirSyncs = new Map<string, DirSync>();
 
 /**
+ * Create `dir` and its parents up to, not including, `root`, which must exist: a writer inside
+ * a CN's directory never brings back a directory that was removed (renamed away) while it
+ * worked, as `mkdir -p` would; it gets ENOENT instead.
+ */
+export async function mkdirBelow(root: string, dir: string): Promise<void> {
+  const rel = path.relative(root, dir);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) throw new Error(`${dir} is not below ${root}`);
+  let at = root;
+  for (const part of rel.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    await fsp.mkdir(at).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+  }
+}
+
+/**
  * Make `dir`'s entries durable. A caller always gets a sync that started after its call: when
  * one is already running, callers wait for the next one, which all of them share.
  */

@@ -1,6 +1,7 @@
 /**
  * The one outbound HTTP client of the daemon: JSON over one keep-alive agent, shared by every
- * mock CN's traffic to CNAPI, VMAPI and NAPI. Per-request headers (User-Agent with the server
+ * mock CN's traffic to CNAPI, VMAPI and NAPI, with a few connections of a hot lane for
+ * heartbeats. Per-request headers (User-Agent with the server
  * uuid, x-request-id) come from the caller.
  */
 import http from 'node:http';
@@ -34,6 +35,11 @@ export interface HttpRequest {
    * task: at most `backgroundInFlight` of these are sent at once, the rest wait their turn.
    */
   background?: boolean;
+  /**
+   * A CN's heartbeat (what CNAPI's view of the CN's life rides on): sent on connections of its
+   * own, the hot lane, never behind the status reports and task calls waiting for a connection.
+   */
+  hot?: boolean;
   /** On a connection of its own, not one of the pool's (a request sent again after a reset). */
   freshConnection?: boolean;
 }
@@ -85,10 +91,12 @@ export interface HttpClientOptions {
   maxSockets?: number;
   timeoutMs?: number;
   userAgent?: string;
-  /** Background requests in flight at once (default 32). */
+  /** Background requests in flight at once (default 32), while no other request waits for a connection. */
   backgroundInFlight?: number;
   /** The largest answer body read; a larger one fails the request (default 64 MiB). */
   maxResponseBytes?: number;
+  /** Connections per origin of the hot lane (default HOT_SOCKETS). */
+  hotSockets?: number;
 }
 
 /**
@@ -97,8 +105,27 @@ export interface HttpClientOptions {
  */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * The hot lane's connections per origin. A busy process reads an answer once per turn of its
+ * event loop, so a connection carries about one request per turn: 10,000 CNs send 2,000
+ * heartbeats a second, and a loop turning every 100-250 ms under a burst of tasks needs some
+ * 500 connections to carry them (16 carried 160 a second, and most heartbeats timed out
+ * waiting for one). Idle, a few are open: a connection opens only when every open one is busy.
+ */
+const HOT_SOCKETS = 512;
+
+/**
+ * Background requests in flight while other requests wait for a connection. A peer that falls
+ * behind (a burst of tasks on a timing profile: every VM's stages synced to VMAPI, heartbeats
+ * and status reports to CNAPI, one process answering both) then spends its time on what CNAPI
+ * needs to see the CNs alive; the syncs catch up after.
+ */
+const BACKGROUND_WHILE_BUSY = 4;
+
 export class JsonHttpClient {
   readonly agent: http.Agent;
+  /** The hot lane's connections (HttpRequest.hot). */
+  private readonly hotAgent: http.Agent;
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly maxResponseBytes: number;
@@ -117,15 +144,23 @@ export class JsonHttpClient {
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
+    this.hotAgent = new http.Agent({ keepAlive: true, maxSockets: opts.hotSockets ?? HOT_SOCKETS, scheduling: 'fifo' });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
     this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    this.background = new Gate(Math.max(1, opts.backgroundInFlight ?? 32));
+    const backgroundInFlight = Math.max(1, opts.backgroundInFlight ?? 32);
+    const whileBusy = Math.min(backgroundInFlight, BACKGROUND_WHILE_BUSY);
+    this.background = new Gate(() => (waitingIn(this.agent) > 0 ? whileBusy : backgroundInFlight));
   }
 
   /** Background requests waiting for their turn. */
   get backgroundQueued(): number {
     return this.background.waiting;
+  }
+
+  /** Requests waiting in the agent for a free connection (heartbeats, status reports, tasks' own). */
+  get queued(): number {
+    return waitingIn(this.agent) + waitingIn(this.hotAgent);
   }
 
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
@@ -167,7 +202,9 @@ export class JsonHttpClient {
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     // One deadline for the whole request, a retry included.
     const deadline = Date.now() + timeoutMs;
-    const sent = this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method));
+    let sent = this.attempt<T>(req, headers, payload, deadline, timeoutMs, IDEMPOTENT.has(req.method));
+    // A connection freed: background turns held back while others waited may go again.
+    if (!req.background) sent = sent.finally(() => this.background.waiting > 0 && this.background.recheck());
     const observer = this.observer;
     if (observer === undefined) {
       return sent.catch((err: unknown) => {
@@ -217,7 +254,7 @@ export class JsonHttpClient {
         }
         reject(err);
       };
-      const agent = req.freshConnection ? false : this.agent;
+      const agent = req.freshConnection ? false : req.hot ? this.hotAgent : this.agent;
       const r = http.request(req.url, { method: req.method, headers, agent, signal: req.signal }, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -269,5 +306,13 @@ export class JsonHttpClient {
 
   close(): void {
     this.agent.destroy();
+    this.hotAgent.destroy();
   }
+}
+
+/** Requests waiting in `agent` for a free connection, over all origins. */
+function waitingIn(agent: http.Agent): number {
+  let n = 0;
+  for (const key in agent.requests) n += agent.requests[key]?.length ?? 0;
+  return n;
 }

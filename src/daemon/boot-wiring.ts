@@ -3,6 +3,8 @@
  * one, the dev headnode's, or none), the boot service built on it, a new CN's first boot, and
  * what `mockcloud status` and `mockcloud boot-report` (GET /boots) show of the boots.
  */
+import { bootTimingOf } from '../mockcn/power-cycle.js';
+import type { Timing } from '../timing/timing.js';
 import { BootService } from '../boot/boot-service.js';
 import { bootView, summarize, type BootRecord } from '../boot/records.js';
 import { DhcpRelay } from '../boot/relay.js';
@@ -32,6 +34,8 @@ export async function startBootService(o: {
   log: Logger;
   /** The relay's option 82 remote id: this daemon. */
   remoteId: string;
+  /** A CN's kernel boot time is the timing's `cn.boot` unless --boot-seconds says it (docs/timing.md). */
+  timing?: Timing;
 }): Promise<BootWiring> {
   const { config, headnode } = o;
   const devBooter = config.booter === undefined ? headnode?.booterAddresses : undefined;
@@ -50,7 +54,6 @@ export async function startBootService(o: {
     await relay.start();
     log.info({ booter, booterHttpUrl, relay: relay.address, rack: config.bootRack }, 'mock CNs boot from booter');
   }
-  const bootMs = (config.bootSeconds ?? 0) * 1000;
   const service = new BootService({
     scheduler: o.scheduler,
     http: o.http,
@@ -59,7 +62,7 @@ export async function startBootService(o: {
     ...(relay ? { relay } : {}),
     ...(relay && booterHttpUrl ? { booterHttpUrl } : {}),
     ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
-    kernelMs: (cause) => (FULL_BOOTS.includes(cause) ? bootMs : 0),
+    kernelMs: (cause, cn) => (FULL_BOOTS.includes(cause) ? bootTimingOf(cn, o.timing, config.bootSeconds).bootMs : 0),
   });
   return { service, relay };
 }

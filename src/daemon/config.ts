@@ -23,7 +23,6 @@ import { describeSystemError } from '../common/system-errors.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { isUuid } from '../common/uuid.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 import type { MdataReader } from './mdata.js';
 import {
@@ -48,6 +47,8 @@ import {
 } from './settings.js';
 import type { ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
+import { resolveTiming } from '../timing/resolve.js';
+import type { TimingProfile } from '../timing/profile.js';
 import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
 const require = createRequire(import.meta.url);
@@ -113,7 +114,7 @@ export interface DaemonConfig {
    * (off by default: anyone who can reach CNAPI could run anything here).
    */
   allowExecute?: boolean;
-  /** How long a rebooting mock CN stays down, in seconds (server_reboot); absent = the default. */
+  /** How long a rebooting mock CN stays down, in seconds (server_reboot); absent = the timing's cn.boot. */
   bootSeconds?: number;
   /** Test-only shortening of the CNAPI traffic intervals (config file key `timings`). */
   timings?: Partial<ReporterTimings>;
@@ -147,6 +148,10 @@ export interface DaemonConfig {
   seed?: string;
   /** Where profile files (*.json, *.yaml, *.yml) add hardware profiles; absent = <data-dir>/profiles. */
   profilesDir?: string;
+  /** `--timing`: a built-in timing profile's name or a timing file, as given; absent: instant. */
+  timing?: string;
+  /** That timing, read (a file's problems refuse the config, each at its line). */
+  timingProfile?: TimingProfile;
   /** Where each setting came from, for `GET /config` and the start-up log. */
   sources: Record<string, ConfigSource>;
 }
@@ -307,8 +312,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   }
   if (headnodePortsText !== undefined) config.headnodePorts = parseHeadnodePorts(headnodePortsText);
   config.allowExecute = allowExecuteText === undefined ? ((sources.allowExecute = 'default'), false) : parseBoolean('allowExecute', allowExecuteText);
-  config.bootSeconds =
-    bootSecondsText === undefined ? ((sources.bootSeconds = 'default'), DEFAULT_BOOT_SECONDS) : parseSeconds('bootSeconds', bootSecondsText);
+  if (bootSecondsText === undefined) sources.bootSeconds = 'default';
+  else config.bootSeconds = parseSeconds('bootSeconds', bootSecondsText);
   if (dnsDomain !== undefined) config.dnsDomain = dnsDomain;
   if (logFile !== undefined) config.logFile = path.resolve(logFile);
   if (logLevel !== undefined) config.logLevel = logLevel;
@@ -332,6 +337,16 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   }
   const profilesDir = await lookup('profilesDir');
   if (profilesDir !== undefined) config.profilesDir = path.resolve(profilesDir);
+  const timing = await lookup('timing');
+  if (timing === undefined) sources.timing = 'default';
+  else {
+    try {
+      config.timingProfile = await resolveTiming(timing, sources.timing === 'file' && configFile ? path.dirname(configFile) : process.cwd());
+    } catch (err) {
+      throw invalidSetting('timing', (err as Error).message);
+    }
+    config.timing = timing;
+  }
   const metricsAddress = await lookup('metricsAddress', 'mockcloudMetricsAddress');
   if (metricsAddress !== undefined) config.metricsAddress = parseListenAddressSetting('metricsAddress', metricsAddress, DEFAULT_METRICS_PORT);
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections', 'maxConnectionsPerServer', 'maxControlConnections'] as const) {

@@ -13,6 +13,7 @@ import { ConfigAgentPlugin } from '../agents/config-agent/index.js';
 import { FirewallerPlugin } from '../agents/firewaller/index.js';
 import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
 import type { JsonHttpClient } from '../common/http-client.js';
+import type { Logger } from '../common/log.js';
 import type { EventsEngine } from '../events/index.js';
 import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import { placementBody, type ProfileCatalogue } from '../mockcn/profiles.js';
@@ -20,6 +21,7 @@ import { adminNicOf, DERIVED_SYSINFO_KEYS, readSysinfoFile, RUNTIME_SYSINFO_KEYS
 import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
 import type { CnAgentPlugin } from '../runtime/agent-plugin.js';
 import type { Scheduler } from '../runtime/scheduler.js';
+import type { Timing } from '../timing/timing.js';
 import { bootReport, bootStatus, type BootWiring } from './boot-wiring.js';
 import type { DaemonConfig } from './config.js';
 import type { ControlHandlers, ControlResponse } from './control-api.js';
@@ -28,13 +30,17 @@ import type { RateWindow } from './rates.js';
 import { validateCreateRequest, validatePlacement } from './create-request.js';
 import type { ServerFactory } from './server-factory.js';
 import type { CnAgentHost } from './services.js';
-import { MOCKCLOUD_VERSION } from './version.js';
+import { describeTiming, setTiming } from './timing-control.js';
+import { BUILD, MOCKCLOUD_VERSION } from './version.js';
 
 /** What the answers read: the parts of a started daemon, and the few that change as it runs. */
 export interface DaemonParts {
   readonly config: DaemonConfig;
   readonly scheduler: Scheduler;
   readonly http: JsonHttpClient;
+  readonly log: Logger;
+  /** How long things take (docs/timing.md): the daemon's profile, the CNs' own, events' adjustments. */
+  readonly timing: Timing;
   readonly errors: ReadonlyMap<string, number>;
   readonly profiles: ProfileCatalogue;
   readonly daemonId: string;
@@ -65,7 +71,12 @@ export class ControlAnswers {
     return {
       ping: () => ({ pid: process.pid, state: this.d.state(), version: MOCKCLOUD_VERSION }),
       status: () => this.status(),
-      config: () => ({ ...this.d.config }),
+      config: () => {
+        const { timingProfile: _read, ...config } = this.d.config;
+        return { ...config, timingProfile: this.d.timing.profile.name };
+      },
+      timing: () => describeTiming(this.d.timing),
+      setTiming: (body) => setTiming(this.d.timing, body, process.cwd(), this.d.log),
       profiles: () => this.d.profiles.list(),
       listServers: () => this.d.fleet.list().map((cn) => this.described(cn)),
       getServer: (uuid) => {
@@ -218,6 +229,8 @@ export class ControlAnswers {
     return {
       pid: process.pid,
       version: MOCKCLOUD_VERSION,
+      gitSha: BUILD.gitSha,
+      buildTime: BUILD.buildTime,
       state: this.d.state(),
       hostname: os.hostname(),
       /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */
@@ -241,6 +254,8 @@ export class ControlAnswers {
       profiles: countBy(fleet.list().map((cn) => cn.profile)),
       /** The seed of creation draws (--seed), when one is set. */
       seed: this.d.config.seed ?? null,
+      /** The daemon's timing profile (docs/timing.md) and the events adjusting it now. */
+      timing: { profile: this.d.timing.profile.name, adjustments: this.d.timing.activeAdjustments.length },
       /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
       down: fleet.list().filter((cn) => cn.power === 'down').length,
       heartbeatsPerSecond: rates.heartbeats ?? 0,
@@ -260,8 +275,9 @@ export class ControlAnswers {
       },
       cnAgent: this.d.cnAgent.stats?.(),
       agents,
-      scheduler: { jobs: this.d.scheduler.size, errors: this.d.scheduler.errors },
-      http: { ...this.d.http.stats, backgroundQueued: this.d.http.backgroundQueued },
+      /** `lag`: how late the most overdue hot job (heartbeats) and other job are (a busy daemon falls behind). */
+      scheduler: { jobs: this.d.scheduler.size, errors: this.d.scheduler.errors, lag: this.d.scheduler.lag() },
+      http: { ...this.d.http.stats, backgroundQueued: this.d.http.backgroundQueued, queued: this.d.http.queued },
       memory: {
         rssBytes: mem.rss,
         heapUsedBytes: mem.heapUsed,

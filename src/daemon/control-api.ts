@@ -23,6 +23,8 @@
  *   DELETE /events                    end every active event
  *   DELETE /events/:id                end one (undo what it set)
  *   POST   /events/marks              {label, source?}: a mark line in <data-dir>/events.jsonl
+ *   GET    /timing                    the timing profile in force and events' adjustments (docs/timing.md)
+ *   PUT    /timing                    {name} | {file} | {yaml, name?}: the daemon's timing (400, and unchanged, if bad)
  *   GET    /metrics                   Prometheus text (docs/metrics.md); also on --metrics-address
  *
  * Errors are Triton-style `{"code","message"}` with the catalogue's status.
@@ -88,6 +90,9 @@ export interface ControlHandlers {
   markEvents(body: unknown): Promise<unknown>;
   /** The Prometheus text of the daemon's metrics (absent: no /metrics). */
   metrics?(): Promise<ControlResponse['text']>;
+  /** The timing in force (absent: no /timing). */
+  timing?(): unknown;
+  setTiming?(body: unknown): Promise<unknown>;
   /**
    * What one CN's agents hold: `config-agent` (its instances, files, post_cmds), `firewall`
    * (the fwadm store: rules, remote VMs), `fwadm` (what `fwadm <cmd>` prints there, as text).
@@ -98,7 +103,7 @@ export interface ControlHandlers {
 }
 
 /** What one path answers, by method; any other method is a 405. */
-type MethodTable = Partial<Record<'GET' | 'POST' | 'DELETE', (req: Req) => Promise<ControlResponse>>>;
+type MethodTable = Partial<Record<'GET' | 'POST' | 'PUT' | 'DELETE', (req: Req) => Promise<ControlResponse>>>;
 
 /** Every method restify routes: each path answers all of them, so the 405 is ours. */
 export const METHODS = ['get', 'head', 'post', 'put', 'patch', 'del', 'opts'] as const;
@@ -175,7 +180,7 @@ export class ControlApi {
     );
     guard.watch(server.server);
     const unix = net.createServer((sock) => {
-      if (guard.admit(sock)) server.server.emit('connection', sock);
+      if (guard.admit(sock, undefined, { exclusive: true })) server.server.emit('connection', sock);
     });
     const umask = process.umask(0o177);
     try {
@@ -240,6 +245,10 @@ export class ControlApi {
     const metrics = h.metrics?.bind(h);
     if (metrics) on('/metrics', () => ({ GET: async () => ({ text: await metrics() }) }));
     on('/status', () => ({ GET: answer(() => h.status()) }));
+    const { timing, setTiming } = h;
+    if (timing && setTiming) {
+      on('/timing', () => ({ GET: answer(() => timing.call(h)), PUT: answer((req) => setTiming.call(h, body(req))) }));
+    }
     const boots = h.boots?.bind(h);
     if (boots) on('/boots', () => ({ GET: answer((req) => boots(new URLSearchParams(req.getQuery()))) }));
     on('/config', () => ({ GET: answer(() => h.config()) }));

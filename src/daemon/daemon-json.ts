@@ -7,7 +7,7 @@
 import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 import type { ServiceUrls } from '../runtime/agent-plugin.js';
 
 export const DAEMON_JSON = 'daemon.json';
@@ -149,7 +149,7 @@ export class DaemonJsonWriter {
       this.dirty = false;
       const started = performance.now();
       this.writing = writeFileDurable(this.file, serializeDaemonJson(this.build()))
-        .catch((err: unknown) => this.log.error({ err, file: this.file }, 'cannot write daemon.json'))
+        .catch((err: unknown) => this.log.error({ ...failureFields(err), file: this.file }, 'cannot write daemon.json'))
         .finally(() => {
           this.lastWriteMs = performance.now() - started;
           this.writing = undefined;

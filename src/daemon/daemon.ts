@@ -12,7 +12,7 @@ import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
 import { MockcloudError } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
-import { createLogger, type Logger } from '../common/log.js';
+import { createLogger, failureFields, type Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
 import type { Headnode } from '../headnode/index.js';
 import { ProfileCatalogue } from '../mockcn/profiles.js';
@@ -35,11 +35,15 @@ import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
 import type { UiServer } from '../ui/server.js';
 import { EventsEngine } from '../events/index.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 import { prepareDataDir, preflight, probeBindIp } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
+import { INSTANT } from '../timing/builtin.js';
+import type { TimingProfile } from '../timing/profile.js';
+import { resolveTiming } from '../timing/resolve.js';
+import { Timing } from '../timing/timing.js';
+import { waitOn } from '../timing/wait.js';
 import { ServerFactory, type CreateResult } from './server-factory.js';
 import { removeStaleServerTemps, removeStaleTempsAtStart } from './stale-temps.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
@@ -130,6 +134,10 @@ export class Daemon {
   daemonId: string | undefined;
   /** The hardware profiles: the built-ins and the profile files' (read at start). */
   profiles = new ProfileCatalogue();
+  /** How long things take (docs/timing.md): the daemon's profile, the CNs' own, events' adjustments. */
+  readonly timing: Timing;
+  /** The timing of each hardware profile that names one (its `timing:`). */
+  private readonly profileTimings = new Map<string, TimingProfile>();
 
   /** sysinfo `Mockcloud Daemon` of this daemon's CNs: "<id>@<host>". */
   get hostedBy(): string {
@@ -149,6 +157,15 @@ export class Daemon {
         ...(opts.config.logLevel ? { level: opts.config.logLevel as 'info' } : {}),
       });
     this.scheduler = new Scheduler({ log: this.log });
+    this.timing = new Timing({
+      profile: this.config.timingProfile ?? INSTANT,
+      seed: this.config.seed,
+      profileOfServer: (server) => {
+        if (this.profileTimings.size === 0) return undefined;
+        const cn = this.fleetInstance?.get(server);
+        return cn ? this.profileTimings.get(cn.profile) : undefined;
+      },
+    });
     this.http = new JsonHttpClient({ userAgent: `mockcloud/${PACKAGE_VERSION}`, maxSockets: 64 });
   }
 
@@ -207,8 +224,16 @@ export class Daemon {
       this.profiles = new ProfileCatalogue(
         await loadProfileFiles(config.profilesDir ?? path.join(config.dataDir, 'profiles'), config.profilesDir !== undefined),
       );
+      const profilesDir = config.profilesDir ?? path.join(config.dataDir, 'profiles');
+      for (const p of this.profiles.list()) {
+        if (p.timing !== undefined) this.profileTimings.set(p.name, await resolveTiming(p.timing, profilesDir));
+      }
       this.daemonId = await loadDaemonId(config.dataDir);
-      this.headnodeInstance = await startEmbeddedHeadnode(this.opts.embeddedHeadnode, config, log);
+      // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
+      this.headnodeInstance = await startEmbeddedHeadnode(this.opts.embeddedHeadnode, config, log, {
+        ms: (key: string) => this.timing.ms(key),
+        wait: waitOn(this.scheduler),
+      });
       this.scheduler.start();
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
       this.loopDelay.enable();
@@ -243,6 +268,7 @@ export class Daemon {
         log,
         http: this.http,
         scheduler: this.scheduler,
+        timing: this.timing,
         ...(sapiInstances ? { agentInstances: sapiInstances } : {}),
         firewallState: (uuid) => {
           const s = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin)?.state(uuid);
@@ -259,7 +285,9 @@ export class Daemon {
       this.cnAgent = await (this.opts.cnAgent ?? createCnAgentHost)(ctx);
       await this.cnAgent.start();
 
-      const boot = await startBootService({ config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy });
+      const boot = await startBootService({
+        config, headnode: this.headnodeInstance, scheduler: this.scheduler, http: this.http, log, remoteId: this.hostedBy, timing: this.timing,
+      });
       this.boot = boot;
       const reporter = new CnapiReporter({
         log: log.child({ component: 'cnapi-reporter' }),
@@ -339,7 +367,7 @@ export class Daemon {
       await this.startMetricsListener();
 
       const handlers = new ControlAnswers({
-        config, scheduler: this.scheduler, http: this.http, errors: this.errors, profiles: this.profiles,
+        config, scheduler: this.scheduler, http: this.http, log, timing: this.timing, errors: this.errors, profiles: this.profiles,
         daemonId: this.daemonId, hostedBy: this.hostedBy, startedAt: this.startedAt, fleet, factory: this.factory, reporter,
         cnAgent: this.cnAgent, plugins: this.plugins, events: this.eventsEngine, boot, rates: this.rates, loopDelay: this.loopDelay,
         state: () => this.state,
@@ -376,7 +404,7 @@ export class Daemon {
       this.state = 'running';
       await this.daemonJson.flush();
       log.info(
-        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls },
+        { control: this.control.address.url, servers: fleet.size, dataDir: config.dataDir, urls: config.urls, timing: this.timing.profile.name },
         'mockcloud daemon running',
       );
     } catch (err) {
@@ -392,7 +420,7 @@ export class Daemon {
       try {
         await fn();
       } catch (err) {
-        this.log.error({ err }, `stopping: ${what} failed`);
+        this.log.error(failureFields(err), `stopping: ${what} failed`);
       }
     };
     this.loopDelay?.disable();
@@ -465,7 +493,8 @@ export class Daemon {
       fleet,
       ...(faults && addEventRule ? { taskFaults: { addEventRule, remove: (id: string) => faults.remove(id) } } : {}),
       knownTask: (name) => TASK_REGISTRY.has(name),
-      bootMs: (config.bootSeconds ?? DEFAULT_BOOT_SECONDS) * 1000,
+      ...(config.bootSeconds !== undefined ? { bootSeconds: config.bootSeconds } : {}),
+      timing: this.timing,
     });
   }
 

@@ -10,7 +10,10 @@ import { openFileLimit } from '../common/fd-limit.js';
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
 import type { Scheduler } from '../runtime/scheduler.js';
+import type { Timing } from '../timing/timing.js';
+import { waitOn } from '../timing/wait.js';
 import { Vmadm } from '../vmadm/index.js';
+import type { VmPacer } from '../vmadm/types.js';
 import type { DaemonConfig } from './config.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
 
@@ -18,8 +21,10 @@ export interface ServiceContext {
   config: DaemonConfig;
   log: Logger;
   http: JsonHttpClient;
-  /** The daemon's shared scheduler (server_reboot's boot time). */
+  /** The daemon's shared scheduler (tasks' waits and time limits, server_reboot's boot time). */
   scheduler?: Scheduler;
+  /** How long things take (docs/timing.md); absent: instant. */
+  timing?: Timing;
   /** SAPI adoption of agent instances (agent_install), when a SAPI is configured. */
   agentInstances?: AgentInstanceAdopter;
   /** The CN's firewaller store (command_execute's fwadm). */
@@ -53,6 +58,7 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
       cnapiUrl: config.urls.cnapi,
       dataDir: config.dataDir,
       scheduler: ctx.scheduler,
+      timing: ctx.timing,
       allowExecute: config.allowExecute === true,
       bootSeconds: config.bootSeconds,
       agentInstances: ctx.agentInstances,
@@ -62,5 +68,14 @@ export function createCnAgentHost(ctx: ServiceContext): CnAgentHost {
 }
 
 export function createVmadmHost(ctx: ServiceContext): VmadmHost {
-  return new Vmadm({ root: ctx.config.dataDir, log: ctx.log.child({ component: 'vmadm' }) });
+  const { timing, scheduler } = ctx;
+  const wait = scheduler ? waitOn(scheduler) : undefined;
+  // Each CN's VM stages take the timing's `vm.*` figures, waited out on the shared scheduler.
+  const pacerFor = timing && wait
+    ? (server: string): VmPacer => ({
+        stageMs: (stage, vm) => timing.ms(`vm.${stage}`, { server, vm: vm.uuid, brand: typeof vm.brand === 'string' ? vm.brand : undefined }),
+        wait,
+      })
+    : undefined;
+  return new Vmadm({ root: ctx.config.dataDir, log: ctx.log.child({ component: 'vmadm' }), ...(pacerFor ? { pacerFor } : {}) });
 }

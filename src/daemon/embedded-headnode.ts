@@ -5,8 +5,9 @@
  * headnode server, made among the fleet when the data dir has none. The daemon (daemon.ts)
  * calls these in its start and stops the headnode in its stop.
  */
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 import { Headnode, type HeadnodePorts } from '../headnode/index.js';
+import type { Pacing } from '../timing/wait.js';
 import type { DaemonConfig } from './config.js';
 import type { Fleet } from './fleet.js';
 import type { ServerFactory } from './server-factory.js';
@@ -15,13 +16,20 @@ import type { ServerFactory } from './server-factory.js';
 export interface EmbeddedHeadnodeWish {
   ports?: HeadnodePorts;
   host?: string;
+  heartbeat?: { periodMs?: number; lifetimeMs?: number };
 }
 
 /**
  * Starts the dev headnode when asked to and no Triton address is configured, and points
- * `config.urls` at it; undefined when it is not run.
+ * `config.urls` at it; undefined when it is not run. The dev DC's workflows and waitlist take
+ * `pacing`: the daemon's timing, on its scheduler.
  */
-export async function startEmbeddedHeadnode(want: EmbeddedHeadnodeWish | undefined, config: DaemonConfig, log: Logger): Promise<Headnode | undefined> {
+export async function startEmbeddedHeadnode(
+  want: EmbeddedHeadnodeWish | undefined,
+  config: DaemonConfig,
+  log: Logger,
+  pacing: Pacing,
+): Promise<Headnode | undefined> {
   if (!want) return undefined;
   const configured = Object.keys(config.urls).filter((k) => config.urls[k as keyof typeof config.urls]);
   if (configured.length > 0) {
@@ -37,6 +45,8 @@ export async function startEmbeddedHeadnode(want: EmbeddedHeadnodeWish | undefin
     ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
     adminUuid: config.adminUuid,
     platform: config.platform,
+    ...(want.heartbeat ? { heartbeat: want.heartbeat } : {}),
+    pacing,
     booter: config.booter !== 'none',
   });
   const urls = await headnode.start();
@@ -44,6 +54,7 @@ export async function startEmbeddedHeadnode(want: EmbeddedHeadnodeWish | undefin
     config.urls[svc] = urls[svc];
     config.sources[`${svc}Url`] = 'headnode';
   }
+  config.urls.papi = urls.papi;
   return headnode;
 }
 
@@ -58,6 +69,6 @@ export async function ensureHeadnodeServer(fleet: Fleet, factory: ServerFactory,
     log.info({ server: hn.uuid }, 'created the dev DC\'s headnode server');
   } catch (err) {
     countError('headnode-server');
-    log.error({ err }, 'creating the dev DC\'s headnode server failed');
+    log.error(failureFields(err), 'creating the dev DC\'s headnode server failed');
   }
 }

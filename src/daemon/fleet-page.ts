@@ -43,6 +43,7 @@ export function fleetSource(p: FleetPageParts): FleetSource {
     list: () => p.fleet.list(),
     get: (uuid) => p.fleet.get(uuid),
     lastHeartbeatAt: (uuid) => p.reporter.lastHeartbeatAt(uuid),
+    lastKnownHeartbeatAt: (uuid) => p.reporter.lastKnownHeartbeatAt(uuid),
     heartbeatIntervalMs: p.reporter.timings.heartbeatIntervalMs,
     heartbeats: !p.reporter.standalone,
     activeEvents: () => p.events.list().active,

@@ -5,7 +5,7 @@
  * first (sysinfo must carry the real "CN Agent Port"), then the CNAPI reporter, then the
  * agent plug-ins.
  */
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
 import { loadServer, type VmStoreOpener } from '../mockcn/load-server.js';
@@ -89,7 +89,10 @@ export class Fleet implements FleetView {
    */
   private async powerChanged(cn: MockCn, change: PowerChange): Promise<void> {
     if (!this.cns.has(cn.uuid)) return;
+    const port = cn.agentAddress?.port;
     await this.opts.cnAgent.setPower?.(cn.uuid, cn.power);
+    // Up on another port (its own was taken meanwhile): daemon.json says where it listens now.
+    if (cn.agentAddress?.port !== port) this.opts.onChange();
     await this.opts.reporter.powerChanged(cn, change);
     if (cn.power === 'up' && this.agentsAtBoot.delete(cn.uuid)) this.attachPlugins(cn as MockCnImpl);
     else {
@@ -156,7 +159,7 @@ export class Fleet implements FleetView {
       } catch (err) {
         const e = toMockcloudError(err);
         this.opts.countError('fleet.load');
-        log.error({ server: uuid, err: e }, `skipping server ${uuid}: ${e.message}`);
+        log.error({ server: uuid, ...failureFields(e) }, `skipping server ${uuid}: ${e.message}`);
         report.failed.push({ uuid, error: e.message });
       }
     });

@@ -15,6 +15,7 @@ import type { Scheduler } from '../runtime/scheduler.js';
 import type { DaemonConfig } from './config.js';
 import type { Fleet } from './fleet.js';
 import type { CnAgentHost } from './services.js';
+import { BUILD } from './version.js';
 
 /** The daemon's parts as they are now; undefined until started. */
 export interface MeteredParts {
@@ -40,7 +41,8 @@ export function createDaemonMetrics(o: {
   const { config, parts } = o;
   const metrics = new DaemonMetrics({
     urls: config.urls,
-    labels: { datacenter: config.datacenterName, service: 'mockcloud', instance: o.daemonId ?? '' },
+    labels: { datacenter: config.datacenterName, service: 'mockcloud' },
+    daemon: { id: o.daemonId ?? '', version: BUILD.version, gitSha: BUILD.gitSha },
     sources: {
       servers: () => parts().fleet?.list() ?? [],
       faultState: (uuid) => parts().events?.faultState(uuid),

@@ -16,7 +16,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
 import type { JsonHttpClient } from '../common/http-client.js';
-import type { Logger } from '../common/log.js';
+import { logFailure, type Logger } from '../common/log.js';
 import { retryWithBackoff } from '../common/retry.js';
 import { randomStream } from '../common/seeded-random.js';
 import type { Sysinfo } from '../common/sysinfo.js';
@@ -157,7 +157,7 @@ export class ServerFactory {
       } catch (err) {
         const e = toMockcloudError(err);
         this.o.countError('create-server');
-        this.o.log.error({ err: e }, `creating a server failed: ${e.message}`);
+        logFailure(this.o.log, e, {}, `creating a server failed: ${e.message}`);
         result.errors.push({ code: e.restCode, message: e.message });
       }
     });

@@ -7,7 +7,6 @@ import net from 'node:net';
 import { MockcloudError } from '../common/errors.js';
 import { parseListenAddress, type ListenAddress } from '../common/listen-address.js';
 import type { ReporterTimings } from '../agents/cn-agent/cnapi-reporter/timings.js';
-import { DEFAULT_BOOT_SECONDS } from '../agents/cn-agent/tasks/server_reboot.js';
 
 /** The port Triton's services serve `/metrics` on (node-triton-metrics); --metrics-address without one. */
 export const DEFAULT_METRICS_PORT = 8881;
@@ -77,8 +76,9 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_HEADNODE_PORTS',
     help:
       "pin the embedded dev headnode's ports across restarts: a base port N (CNAPI N, VMAPI N+1, NAPI N+2, IMGAPI N+3, " +
-      'SAPI N+4, FWAPI N+5, its update stream N+6) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (FWAPI on any free ones) or seven ' +
-      'CNAPI,VMAPI,NAPI,IMGAPI,SAPI,FWAPI,FWAPI-UPDATES (default: any free ports)',
+      'SAPI N+4, FWAPI N+5, its update stream N+6, PAPI N+7) or five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI (FWAPI and PAPI on any ' +
+      'free ones) or seven CNAPI,VMAPI,NAPI,IMGAPI,SAPI,FWAPI,FWAPI-UPDATES (PAPI on a free one) or eight (and PAPI) ' +
+      '(default: any free ports)',
   },
   {
     key: 'agentIps',
@@ -144,7 +144,7 @@ export const SETTINGS = [
     key: 'bootSeconds',
     flag: 'boot-seconds',
     env: 'MOCKCLOUD_BOOT_SECONDS',
-    help: `how long a rebooting mock CN stays down (seconds, default ${DEFAULT_BOOT_SECONDS})`,
+    help: "how long a rebooting mock CN stays down (seconds; default: the timing profile's cn.boot, 10 s on instant)",
   },
   {
     key: 'booter',
@@ -175,6 +175,14 @@ export const SETTINGS = [
     help:
       'make random draws replayable: CN uuids, hostnames, serials, MACs, disk names and profiles drawn from a mix ' +
       '(and event targets and fault decisions) come from streams of this seed (any string; default: unpredictable)',
+  },
+  {
+    key: 'timing',
+    flag: 'timing',
+    env: 'MOCKCLOUD_TIMING',
+    help:
+      'how long tasks, VM changes, CN boots and the dev headnode\'s jobs take: instant (as fast as the daemon runs them; default), ' +
+      'smartos (as on a real SmartOS CN and Triton DC), or a timing file (YAML; see docs/timing.md)',
   },
   {
     key: 'profilesDir',
@@ -255,7 +263,7 @@ export function parseSeconds(key: SettingKey, text: string): number {
   return n;
 }
 
-/** The dev headnode's ports, in the order `--headnode-ports` takes them (FWAPI's two pinned from a base or when given). */
+/** The dev headnode's ports, in the order `--headnode-ports` takes them (FWAPI's two and PAPI's pinned from a base or when given). */
 export interface HeadnodePortSet {
   cnapi: number;
   vmapi: number;
@@ -265,12 +273,13 @@ export interface HeadnodePortSet {
   fwapi?: number;
   /** FWAPI's update stream. */
   fwapiFast?: number;
+  papi?: number;
 }
 
-const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const;
-const LISTED = 'five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI or seven (and FWAPI,FWAPI-UPDATES)';
+const HEADNODE_PORT_ORDER = ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast', 'papi'] as const;
+const LISTED = 'five ports CNAPI,VMAPI,NAPI,IMGAPI,SAPI, seven (and FWAPI,FWAPI-UPDATES) or eight (and PAPI)';
 
-/** "N" (N to N+6) or "C,V,N,I,S[,F,U]": five or seven different ports, none 0. */
+/** "N" (N to N+7) or "C,V,N,I,S[,F,U[,P]]": five, seven or eight different ports, none 0. */
 export function parseHeadnodePorts(text: string): HeadnodePortSet {
   const all = HEADNODE_PORT_ORDER.length;
   const parts = text.split(',').map((p) => p.trim());
@@ -281,17 +290,18 @@ export function parseHeadnodePorts(text: string): HeadnodePortSet {
       throw invalidSetting('headnodePorts', `base port ${base} leaves no room for ${all} ports (at most ${65535 - (all - 1)})`);
     }
     ports = HEADNODE_PORT_ORDER.map((_, i) => base + i);
-  } else if (parts.length === 5 || parts.length === all) {
+  } else if (parts.length === 5 || parts.length === 7 || parts.length === all) {
     ports = parts.map((p) => parsePort('headnodePorts', p, false));
     if (new Set(ports).size !== ports.length) throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be ${ports.length} different ports`);
   } else {
     throw invalidSetting('headnodePorts', `headnode ports ${JSON.stringify(text)} must be a base port or ${LISTED}`);
   }
   const set: HeadnodePortSet = { cnapi: ports[0]!, vmapi: ports[1]!, napi: ports[2]!, imgapi: ports[3]!, sapi: ports[4]! };
-  if (ports.length === all) {
+  if (ports.length >= 7) {
     set.fwapi = ports[5]!;
     set.fwapiFast = ports[6]!;
   }
+  if (ports.length === all) set.papi = ports[7]!;
   return set;
 }
 

@@ -17,7 +17,7 @@ import { Conditions } from './conditions.js';
 import { EventLog } from './event-log.js';
 import { offline, flap, partition, powerLoss, reboot, slowHeartbeat } from './kinds/cn.js';
 import type { Applied, EventContext, EventKind, EventsHost } from './kinds/context.js';
-import { outboundFault, taskFault } from './kinds/faults.js';
+import { outboundFault, taskFault, timingEvent } from './kinds/faults.js';
 import { memoryPressure, zpoolFill } from './kinds/resources.js';
 import { vmCrash, vmReboot } from './kinds/vm.js';
 import { NetworkFaults } from './network.js';
@@ -52,6 +52,7 @@ const KINDS: { [T in EventType]: EventKind<T> } = {
   'memory-pressure': memoryPressure,
   'task-fault': taskFault,
   'outbound-fault': outboundFault,
+  timing: timingEvent,
 };
 
 interface ActiveEvent {
@@ -84,7 +85,7 @@ export class EventsEngine {
   constructor(private readonly host: EventsHost) {
     this.log = new EventLog(host.dataDir);
     this.network = new NetworkFaults(host.http, host.scheduler, host.urls);
-    this.power = new PowerHolds(this.network, host.log);
+    this.power = new PowerHolds(this.network, host.log, { scheduler: host.scheduler, timing: host.timing, bootSeconds: host.bootSeconds });
   }
 
   get logPath(): string {

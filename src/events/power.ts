@@ -5,9 +5,16 @@
  * An offline CN is also cut off the network (NetworkFaults.block), so its vm-agent and
  * net-agent reach nobody meanwhile. Holds are counted: a CN two events hold comes back when
  * both have ended. A CN already down for another reason (a reboot) is not taken.
+ *
+ * Back up, a CN boots as after any power loss (power-cycle.ts powerOnAfterLoss): silent for
+ * its boot time, then a new Boot Time, its zones stopped and the autoboot ones started; on the
+ * instant profile it is up at once, as before timing.
  */
 import type { Logger } from '../common/log.js';
+import { bootTimingOf, powerOnAfterLoss, powerOnBoots } from '../mockcn/power-cycle.js';
 import type { MockCn } from '../mockcn/types.js';
+import type { Scheduler } from '../runtime/scheduler.js';
+import type { Timing } from '../timing/timing.js';
 import type { NetworkFaults } from './network.js';
 
 export class PowerHolds {
@@ -16,6 +23,7 @@ export class PowerHolds {
   constructor(
     private readonly network: NetworkFaults,
     private readonly log: Logger,
+    private readonly boot: { scheduler: Scheduler; timing?: Timing | undefined; bootSeconds?: number | undefined } | undefined = undefined,
   ) {}
 
   /** Take the CN down (or count one more hold on it); false when it is down for another reason. */
@@ -47,9 +55,22 @@ export class PowerHolds {
     this.holds.delete(cn.uuid);
     try {
       if (stillHosted && cn.power === 'down') {
-        const boot = cn.powerOn?.(why.cause, { eventId: why.eventId });
-        if (boot) void boot.catch((err: unknown) => this.log.warn({ err, server: cn.uuid }, 'booting a server back online failed'));
-        else await cn.setPower('up');
+        const b = this.boot;
+        const firmware = cn.powerOn?.(why.cause, {
+          eventId: why.eventId,
+          ...(b && powerOnBoots(cn, b.timing) ? { kernelMs: bootTimingOf(cn, b.timing, b.bootSeconds).bootMs } : {}),
+        });
+        if (firmware) void firmware.catch((err: unknown) => this.log.warn({ err, server: cn.uuid }, 'booting a server back online failed'));
+        else if (b && powerOnBoots(cn, b.timing)) {
+          // Reachable while it boots: what keeps it silent is that it is down.
+          this.network.unblock(cn.uuid);
+          await powerOnAfterLoss(cn, {
+            ...bootTimingOf(cn, b.timing, b.bootSeconds),
+            wait: (ms) => new Promise((resolve) => void b.scheduler.schedule(ms, resolve)),
+            log: this.log,
+            eventId: why.eventId,
+          });
+        } else await cn.setPower('up');
       }
     } catch (err) {
       this.log.warn({ err, server: cn.uuid }, 'bringing a server back online failed');

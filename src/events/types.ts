@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'memory-pressure',
   'task-fault',
   'outbound-fault',
+  'timing',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -33,6 +34,8 @@ export interface EventSource {
   scenario?: string;
   step?: number;
   line?: number;
+  /** The client that asked, when not a scenario: "fleet page" for the page's buttons (an API event). */
+  via?: string;
 }
 
 export interface FlapParams {
@@ -88,6 +91,18 @@ export interface OutboundFaultParams {
   probability?: number;
 }
 
+/**
+ * A while of other timing on the targets (docs/timing.md): their durations multiplied by
+ * `factor`, and/or another built-in `profile`; only for `vms` of theirs, only for keys under
+ * `keys` ("tasks", "vm.boot", "tasks.machine_create") when given.
+ */
+export interface TimingParams {
+  factor?: number;
+  profile?: string;
+  vms?: string[];
+  keys?: string[];
+}
+
 export interface ParamsByType {
   offline: Record<string, never>;
   partition: Record<string, never>;
@@ -101,6 +116,7 @@ export interface ParamsByType {
   'memory-pressure': MemoryPressureParams;
   'task-fault': TaskFaultParams;
   'outbound-fault': OutboundFaultParams;
+  timing: TimingParams;
 }
 
 /** A POST /events body after validation. */

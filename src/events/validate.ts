@@ -5,6 +5,8 @@
  */
 import { MockcloudError } from '../common/errors.js';
 import { isUuid } from '../common/uuid.js';
+import { BUILTIN_PROFILES } from '../timing/builtin.js';
+import { KNOWN_KEYS } from '../timing/catalogue.js';
 import {
   EVENT_TYPES,
   type EventRequest,
@@ -28,6 +30,7 @@ export const LASTING: ReadonlySet<EventType> = new Set([
   'memory-pressure',
   'task-fault',
   'outbound-fault',
+  'timing',
 ]);
 
 type Obj = Record<string, unknown>;
@@ -88,8 +91,8 @@ export function validateEvent(body: unknown): EventRequest {
 }
 
 export function validateSource(v: unknown): EventSource {
-  if (!isObj(v)) throw badEvent('source must be an object {scenario?, step?, line?}');
-  onlyKeys(v, 'source', ['scenario', 'step', 'line']);
+  if (!isObj(v)) throw badEvent('source must be an object {scenario?, step?, line?, via?}');
+  onlyKeys(v, 'source', ['scenario', 'step', 'line', 'via']);
   const out: EventSource = {};
   if (v.scenario !== undefined) {
     if (typeof v.scenario !== 'string' || v.scenario.length > 1000) throw badEvent('source.scenario must be a string');
@@ -97,6 +100,10 @@ export function validateSource(v: unknown): EventSource {
   }
   if (v.step !== undefined) out.step = int(v.step, 'source.step', 0, 1e9);
   if (v.line !== undefined) out.line = int(v.line, 'source.line', 0, 1e9);
+  if (v.via !== undefined) {
+    if (typeof v.via !== 'string' || v.via.length === 0 || v.via.length > 100) throw badEvent('source.via must be a string of 1 to 100 characters');
+    out.via = v.via;
+  }
   return out;
 }
 
@@ -221,7 +228,38 @@ const VALIDATORS: { [T in EventType]: (p: Obj, where: string) => ParamsByType[T]
     if (!out.delayMs && !out.errorRate) throw badEvent(`${where}: give delayMs, errorRate or both`);
     return out;
   },
+  timing: (p, where) => {
+    onlyKeys(p, where, ['factor', 'profile', 'vms', 'keys']);
+    const out: ParamsByType['timing'] = {};
+    if (p.factor !== undefined) out.factor = num(p.factor, 'params.factor', 0, 1000, true);
+    if (p.profile !== undefined) {
+      if (typeof p.profile !== 'string' || !BUILTIN_PROFILES.has(p.profile)) {
+        throw badEvent(`params.profile must be a built-in timing profile (${[...BUILTIN_PROFILES.keys()].join(', ')})`);
+      }
+      out.profile = p.profile;
+    }
+    if (out.factor === undefined && out.profile === undefined) throw badEvent(`${where}: give factor, profile or both`);
+    if (p.vms !== undefined) {
+      if (!Array.isArray(p.vms) || p.vms.length === 0 || !p.vms.every(isUuid)) throw badEvent('params.vms must be a non-empty list of VM UUIDs');
+      out.vms = [...new Set(p.vms.map((s: string) => s.toLowerCase()))];
+    }
+    if (p.keys !== undefined) {
+      if (!Array.isArray(p.keys) || p.keys.length === 0 || !p.keys.every((k) => typeof k === 'string')) {
+        throw badEvent('params.keys must be a non-empty list of timing keys (tasks, vm, cn, workflow, waitlist, or a key under them)');
+      }
+      const unknown = (p.keys as string[]).filter((k) => !isTimingKeyPrefix(k));
+      if (unknown.length > 0) throw badEvent(`params.keys: no timing key ${unknown.map((k) => JSON.stringify(k)).join(', ')} (docs/timing.md lists them)`);
+      out.keys = p.keys as string[];
+    }
+    return out;
+  },
 };
+
+/** A timing key or a prefix of keys: "tasks", "vm.boot", "tasks.machine_create". */
+export function isTimingKeyPrefix(k: string): boolean {
+  for (const key of KNOWN_KEYS) if (key === k || key.startsWith(`${k}.`)) return true;
+  return false;
+}
 
 /** POST /events/marks: {label, source?}. */
 export function validateMark(body: unknown): { label: string; source?: EventSource } {

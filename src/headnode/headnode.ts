@@ -1,15 +1,16 @@
 /**
- * The embedded dev headnode: NAPI, IMGAPI, SAPI, FWAPI, CNAPI and VMAPI subsets on loopback ports,
- * sharing one persistence store under `<data-dir>/headnode/`. Services start in dependency
- * order (NAPI, IMGAPI and SAPI first, since CNAPI and VMAPI call the first two) and stop in
- * reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
+ * The embedded dev headnode: NAPI, IMGAPI, SAPI, PAPI, FWAPI, CNAPI and VMAPI subsets on
+ * loopback ports, sharing one persistence store under `<data-dir>/headnode/`. Services start in
+ * dependency order (NAPI, IMGAPI, SAPI, PAPI and FWAPI first, since CNAPI and VMAPI call them) and
+ * stop in reverse. The addresses are written to `<data-dir>/headnode.json` once everything listens
  * (and the file is removed again by a clean stop), so a reader of that file can rely on every
  * address answering.
  */
+import type { Pacing } from '../timing/wait.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { DEFAULT_ADMIN_UUID } from '../common/triton-defaults.js';
 import { DevBooter } from './booter/service.js';
@@ -17,6 +18,7 @@ import { CnapiService } from './cnapi/index.js';
 import { FwapiService } from './fwapi/index.js';
 import { ImgapiService } from './imgapi/index.js';
 import { NapiService } from './napi/index.js';
+import { PapiService } from './papi/index.js';
 import { SapiService } from './sapi/index.js';
 import { VmapiService } from './vmapi/index.js';
 import { HeadnodeStore } from './store.js';
@@ -27,6 +29,7 @@ export interface HeadnodePorts {
   napi?: number;
   imgapi?: number;
   sapi?: number;
+  papi?: number;
   fwapi?: number;
   /** FWAPI's update stream (FWAPI's own: 2020); 0 or absent: any free port. */
   fwapiFast?: number;
@@ -40,6 +43,7 @@ export interface HeadnodeUrls {
   napi: string;
   imgapi: string;
   sapi: string;
+  papi: string;
   fwapi: string;
   /** FWAPI's update stream, `tcp://host:port`. */
   fwapiFast: string;
@@ -48,7 +52,7 @@ export interface HeadnodeUrls {
 export interface HeadnodeOptions {
   dataDir: string;
   log: Logger;
-  /** Listen address of all five services; loopback unless told otherwise. */
+  /** Listen address of all six services; loopback unless told otherwise. */
   host?: string;
   /** Ports per service; 0 (any free port) when absent. */
   ports?: HeadnodePorts;
@@ -64,6 +68,8 @@ export interface HeadnodeOptions {
   fwapiPollMs?: number;
   /** Test knobs for CNAPI's heartbeat reconciler (defaults: CNAPI's 5 s period, 11 s lifetime). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** How long the waitlist's activations and the workflows' steps take (the daemon's timing); absent: no time. */
+  pacing?: Pacing;
   /** Run the booter subset (DHCP and boot files, src/headnode/booter); on unless false. */
   booter?: boolean;
 }
@@ -81,7 +87,7 @@ interface Service {
   readonly url: string;
 }
 
-/** The name of the file with the five addresses, in the data dir. */
+/** The name of the file with the six addresses, in the data dir. */
 export const HEADNODE_JSON = 'headnode.json';
 
 export class Headnode {
@@ -89,6 +95,7 @@ export class Headnode {
   readonly napi: NapiService;
   readonly imgapi: ImgapiService;
   readonly sapi: SapiService;
+  readonly papi: PapiService;
   readonly fwapi: FwapiService;
   /** FWAPI's calls to VMAPI. */
   private readonly http = new JsonHttpClient({ userAgent: 'fwapi/1.1.4' });
@@ -115,6 +122,7 @@ export class Headnode {
       ...(opts.datacenter ? { datacenterName: opts.datacenter } : {}),
       ...(opts.dnsDomain ? { dnsDomain: opts.dnsDomain } : {}),
     });
+    this.papi = new PapiService({ log: opts.log, store: this.store, ...admin });
     this.fwapi = new FwapiService({
       log: opts.log,
       store: this.store,
@@ -163,6 +171,7 @@ export class Headnode {
       await this.startOne(this.napi, host, ports.napi);
       await this.startOne(this.imgapi, host, ports.imgapi);
       await this.startOne(this.sapi, host, ports.sapi);
+      await this.startOne(this.papi, host, ports.papi);
       await this.startOne(this.fwapi, host, ports.fwapi);
 
       const cnapi = new CnapiService({
@@ -173,6 +182,7 @@ export class Headnode {
         ...(this.opts.datacenter ? { datacenter: this.opts.datacenter } : {}),
         ...(this.opts.heartbeat ? { heartbeat: this.opts.heartbeat } : {}),
         ...(this.opts.platform ? { platform: this.opts.platform } : {}),
+        pacing: this.opts.pacing,
       });
       this.cnapiService = cnapi;
       await this.startOne(cnapi, host, ports.cnapi);
@@ -183,11 +193,14 @@ export class Headnode {
         cnapiUrl: cnapi.url,
         napiUrl: this.napi.url,
         imgapiUrl: this.imgapi.url,
+        pacing: this.opts.pacing,
+        papiUrl: this.papi.url,
         fwapiUrl: this.fwapi.url,
       });
       this.vmapiService = vmapi;
       await this.startOne(vmapi, host, ports.vmapi);
       cnapi.setPeers({ vmapi: vmapi.url });
+      this.imgapi.setPeers({ vmapi: vmapi.url, cnapi: cnapi.url, napi: this.napi.url, workflow: vmapi.workflowApi });
       this.fwapi.setVmapi(vmapi.url);
 
       if (this.opts.booter !== false) {
@@ -207,6 +220,7 @@ export class Headnode {
         napi: this.napi.url,
         imgapi: this.imgapi.url,
         sapi: this.sapi.url,
+        papi: this.papi.url,
         fwapi: this.fwapi.url,
         fwapiFast: this.fwapi.fastAddress,
       };
@@ -216,7 +230,7 @@ export class Headnode {
       this.log.info({ urls: this._urls }, 'dev headnode listening');
       return this._urls;
     } catch (err) {
-      await this.stop().catch((stopErr: unknown) => this.log.error({ err: stopErr }, 'stopping after a failed start'));
+      await this.stop().catch((stopErr: unknown) => this.log.error(failureFields(stopErr), 'stopping after a failed start'));
       throw err;
     }
   }
@@ -231,7 +245,7 @@ export class Headnode {
       try {
         await s.stop();
       } catch (err) {
-        this.log.error({ err }, 'stopping a headnode service failed');
+        this.log.error(failureFields(err), 'stopping a headnode service failed');
         firstError ??= err;
       }
     }

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type restifyTypes from 'restify';
-import type { Logger } from '../common/log.js';
+import { logFailure, type Logger } from '../common/log.js';
 import type { Duplex } from 'node:stream';
 import { capMessage, ConnectionGuard, type ConnectionLimits } from '../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
@@ -183,7 +183,8 @@ export function sendError(res: Res, err: unknown, log: Logger): void {
     // Not the service's failure: nobody is left to answer (an upload dropped half-way).
     log.warn({ err: e.message, method: res.req?.method, path: res.req?.url }, 'the client went away before its request was done');
   } else if (e.statusCode >= 500) {
-    log.error({ err }, 'request failed');
+    // A coded 5xx is an answer (a peer down, CNAPI's failed execution); anything else is a bug.
+    logFailure(log, err, {}, 'request failed');
   }
   if (!res.headersSent && !res.destroyed) res.send(e.statusCode, e.toBody());
 }

@@ -25,7 +25,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { fsyncDir, writeFileDurable } from '../common/durable-file.js';
 import { MockcloudError } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import { failureFields, type Logger } from '../common/log.js';
 
 /** Raw read/write of one named document (what CNAPI's store adapter consumes). */
 export interface DocIo {
@@ -199,7 +199,7 @@ export class StateDocument {
           this.failedSaves = 0;
         },
         (err: unknown) => {
-          if (this.failedSaves++ === 0) this.log.error({ err }, 'saving headnode state failed; retrying until it can be saved');
+          if (this.failedSaves++ === 0) this.log.error(failureFields(err), 'saving headnode state failed; retrying until it can be saved');
           this.saveSoon(Math.min(60_000, Math.max(1, this.lazyDelayMs) * 2 ** Math.min(this.failedSaves, 16)));
         },
       );

@@ -63,13 +63,13 @@ function gauge(name: string, help: string, plugin: string, key: string, register
 
 export function registerAgentFileMetrics(registers: Registry[], stats: () => PluginStats): void {
   events(
-    'mockcloud_config_agent_events',
+    'mockcloud_config_agent_events_total',
     "config-agent across the fleet: checks of a CN's configs with SAPI (and failed ones), GET /configs requests (and 304s), configs that changed, files written, post_cmds recorded, templates that did not render, files not written.",
     'config-agent', CONFIG_EVENTS, registers, stats,
   );
   gauge('mockcloud_config_stale_servers', "Mock CNs whose config-agent has not completed a check with SAPI for longer than it ever waits (1.5 x its poll interval and a request's deadline).", 'config-agent', 'staleServers', registers, stats);
   events(
-    'mockcloud_firewaller_events',
+    'mockcloud_firewaller_events_total',
     'firewaller across the fleet: syncs with FWAPI (failed, retried), /resolve and VMAPI requests, updates received from FWAPI, rules and remote VMs added to or deleted from the CNs\' stores, rules skipped as unparsable, stores rebuilt, resyncs after a gap.',
     'firewaller', FIREWALL_EVENTS, registers, stats,
   );

@@ -8,9 +8,12 @@
  * below, which the daemon hands to the components as plain callbacks: O(1) each, no per-CN
  * label (a `server_uuid` label on 10,000 CNs would be 10,000 series), no timer.
  *
- * Names and labels follow Triton's services (node-triton-metrics: `http_requests_completed`,
- * `http_request_duration_seconds`, labels `method`, `status_code`; counters without
- * `_total`), with the `mockcloud_` prefix.
+ * Names follow Prometheus's conventions (counters end in `_total`, durations in seconds), with
+ * the `mockcloud_` prefix, but for the one name Triton's services already use:
+ * `mockcloud_outbound_requests_completed` is node-triton-metrics' `http_requests_completed`
+ * (lib/metrics-manager.js createRestifyMetrics), kept without `_total` as there. Every series
+ * has Triton's `datacenter` and `service` labels; `instance` is left to Prometheus (the target),
+ * and the daemon id, version and build are on `mockcloud_daemon_info` (docs/metrics.md).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TaskEnd } from '../agents/cn-agent/runner.js';
@@ -42,8 +45,10 @@ export interface DaemonMetricsOptions {
   sources: MetricSources;
   /** The Triton APIs, to name the API of each outbound request by its URL. */
   urls: ServiceUrls;
-  /** Labels on every series (Triton's: datacenter, service, instance). */
+  /** Labels on every series (Triton's: datacenter, service). */
   labels?: Record<string, string>;
+  /** This daemon, for mockcloud_daemon_info: its id (`<data-dir>/daemon-id`) and build. */
+  daemon?: { id: string; version: string; gitSha: string | null };
 }
 
 export class DaemonMetrics {
@@ -68,6 +73,17 @@ export class DaemonMetrics {
     for (const api of APIS) {
       const base = opts.urls[api];
       if (base) this.urls.push([base.replace(/\/+$/, ''), api]);
+    }
+
+    // ---- the daemon itself: one series, value 1, to join `up` (or anything) with on `instance`
+    const daemon = opts.daemon;
+    if (daemon) {
+      new Gauge({
+        name: 'mockcloud_daemon_info',
+        help: 'This daemon (value 1): its id (the <id> of sysinfo Mockcloud Daemon), version and git commit.',
+        labelNames: ['daemon_id', 'version', 'git_sha'],
+        registers,
+      }).set({ daemon_id: daemon.id, version: daemon.version, git_sha: daemon.gitSha ?? 'unknown' }, 1);
     }
 
     // ---- the fleet
@@ -120,14 +136,14 @@ export class DaemonMetrics {
         }
       };
     new Counter({
-      name: 'mockcloud_reports_sent',
+      name: 'mockcloud_reports_sent_total',
       help: "Reports the mock CNs' agents sent, by target API and kind (cnapi: sysinfo, agents, heartbeat, status; vmapi: sync, vm).",
       labelNames: ['api', 'kind'],
       registers,
       collect: reports(true),
     });
     new Counter({
-      name: 'mockcloud_reports_failed',
+      name: 'mockcloud_reports_failed_total',
       help: 'Of those reports, the ones that failed (no answer in time, a reset, or a non-2xx answer).',
       labelNames: ['api', 'kind'],
       registers,
@@ -136,7 +152,10 @@ export class DaemonMetrics {
     this.heartbeatLateness = new Histogram({
       name: 'mockcloud_heartbeat_lateness_seconds',
       help: "How long after it was due (the previous heartbeat's end plus the 5 s interval) each heartbeat went out.",
-      buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      // From 0.1 ms: what a heartbeat waits on a quiet daemon is the scheduler's slice, well under
+      // a millisecond; a p99 of "5 ms" (the lowest bucket before) said nothing. Up to 30 s: a
+      // slow-heartbeat event's lateness.
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30],
       registers,
     });
     new Gauge({
@@ -170,7 +189,7 @@ export class DaemonMetrics {
 
     // ---- cn-agent tasks
     this.tasksCompleted = new Counter({
-      name: 'mockcloud_tasks_completed',
+      name: 'mockcloud_tasks_completed_total',
       help: 'cn-agent tasks answered, by task and outcome (succeeded, failed, crashed, timed_out, aborted).',
       labelNames: ['task', 'outcome'],
       registers,
@@ -231,7 +250,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_agent_connections_closed',
+      name: 'mockcloud_agent_connections_closed_total',
       help:
         'Connections to the CN sockets closed by the daemon, by reason (idle_or_slow_headers, slow_body: a deadline passed; ' +
         'shed_idle, shed_kept_alive: the oldest idle ones closed at the cap to make room; over_limit: at the cap with every slot busy).',
@@ -249,7 +268,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_tasks_refused',
+      name: 'mockcloud_tasks_refused_total',
       help: 'Task requests cn-agent refused before running them, by reason (busy: 503 with the queue full; not_registered, paused, bad_request, unknown_task).',
       labelNames: ['reason'],
       registers,
@@ -281,7 +300,7 @@ export class DaemonMetrics {
       registers,
     });
     new Counter({
-      name: 'mockcloud_outbound_retries',
+      name: 'mockcloud_outbound_retries_total',
       help: 'Idempotent requests sent again on a fresh connection after a kept-alive one was reset.',
       registers,
       collect() {
@@ -300,7 +319,7 @@ export class DaemonMetrics {
 
     // ---- fault events and scenarios
     new Counter({
-      name: 'mockcloud_events_started',
+      name: 'mockcloud_events_started_total',
       help: 'Fault events started (POST /events), by type and source (scenario: a scenario step; api: anyone else).',
       labelNames: ['type', 'source'],
       registers,
@@ -310,7 +329,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_events_ended',
+      name: 'mockcloud_events_ended_total',
       help: 'Fault events ended, by type and reason (duration, deleted, done, failed, daemon-stop).',
       labelNames: ['type', 'reason'],
       registers,
@@ -330,7 +349,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_scenario_steps_applied',
+      name: 'mockcloud_scenario_steps_applied_total',
       help: 'Scenario steps the daemon applied, by action (event: POST /events, mark: POST /events/marks, with a scenario source).',
       labelNames: ['action'],
       registers,
@@ -355,7 +374,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_scheduler_job_errors',
+      name: 'mockcloud_scheduler_job_errors_total',
       help: 'Scheduled jobs that threw or rejected.',
       registers,
       collect() {
@@ -364,7 +383,7 @@ export class DaemonMetrics {
       },
     });
     new Counter({
-      name: 'mockcloud_errors',
+      name: 'mockcloud_errors_total',
       help: 'Errors the daemon counted, by kind (as `mockcloud status` shows them, e.g. cnapi.heartbeat, vm-agent.vmapi).',
       labelNames: ['kind'],
       registers,

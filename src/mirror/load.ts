@@ -10,7 +10,9 @@
  *   network_pool  NAPI POST /network_pools, likewise;
  *   image         IMGAPI AdminImportImage, a placeholder file (an empty gzip) and activation,
  *                 unless IMGAPI has the uuid; an image whose origin comes later waits for it;
- *   package       PAPI POST /packages where a PAPI URL is given (the dev headnode has none);
+ *   package       PAPI POST /packages (`skip_validation`: as captured, even what a DC's
+ *                 first boot stored unchecked) unless PAPI has the uuid; the daemon's dev
+ *                 headnode's PAPI unless another is given;
  *   server        the daemon's control API POST /servers {count: 1, uuid, hostname, hardware},
  *                 unless the daemon has the uuid (GET /servers/:uuid); the daemon stages the
  *                 CN's dir and publishes it whole (src/mockcn/server-dir.ts): never half a CN;

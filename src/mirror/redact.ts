@@ -139,8 +139,9 @@ export class Redactor {
     return out;
   }
 
+  /** PAPI's package: its owners are `owner_uuids` (sdc-papi's schema). */
   package(p: Obj): Obj {
-    return 'owners' in p ? { ...p, owners: this.owners(p.owners) } : { ...p };
+    return 'owner_uuids' in p ? { ...p, owner_uuids: this.owners(p.owner_uuids) } : { ...p };
   }
 
   nic(nic: Obj): Obj {

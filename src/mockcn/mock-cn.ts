@@ -8,7 +8,7 @@ import type { VmStore } from '../vmadm/types.js';
 import { readAgents } from './agents-dir.js';
 import { DAEMON_SYSINFO_KEY, readSysinfoFile } from './sysinfo-file.js';
 import { sdcAgentsOf } from './sysinfo-keys.js';
-import type { AgentAddress, AgentRecord, BootCause, CnConditions, CnPower, MockCn, PowerChange, PowerOnOptions, ServerPaths } from './types.js';
+import type { AgentAddress, AgentRecord, AgentsPostLog, BootCause, CnConditions, CnPower, MockCn, PowerChange, PowerOnOptions, ServerPaths } from './types.js';
 
 /** The shared services a CN reports changes to (the CNAPI reporter, in the daemon). */
 export interface MockCnHooks {
@@ -101,13 +101,19 @@ export class MockCnImpl implements MockCn {
     this.hooks.sysinfoChanged(this);
   }
 
-  async refreshAgents(): Promise<AgentRecord[]> {
+  async refreshAgents(log?: AgentsPostLog): Promise<{ agents: AgentRecord[]; postError?: Error }> {
     const agents = await readAgents(this.paths.agents, this.uuid);
     this.agents = agents;
     // The real agent_install / agents_uninstall refresh sysinfo too: "SDC Agents" follows.
     if (applySdcAgents(this.sysinfo, agents)) this.hooks.sysinfoChanged(this);
-    await this.hooks.postAgents(this, agents);
-    return agents;
+    try {
+      await this.hooks.postAgents(this, agents);
+    } catch (err) {
+      const postError = err instanceof Error ? err : new Error(String(err));
+      log?.warn({ error: postError.message }, 'posting agents to cnapi');
+      return { agents, postError };
+    }
+    return { agents };
   }
 
   async setPower(power: CnPower, change: PowerChange = { graceful: true }): Promise<void> {

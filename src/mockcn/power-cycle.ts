@@ -8,7 +8,14 @@
  *   down      for the boot time;
  *   boot      "Boot Time" in sysinfo.json becomes now, the CN comes up (cn-agent listens
  *             again, the CN registers its new sysinfo with CNAPI, then heartbeats and status
- *             resume) and the VMs whose autoboot is set start.
+ *             resume) and the VMs whose autoboot is set start, in the order `zoneadm list`
+ *             gives (the order they were created), each a gap after the one before (the
+ *             timing profile's `cn.autoboot_gap`), booting side by side as the zones service
+ *             and vmadmd start them.
+ *
+ * A CN back from a power loss (an offline or flap event ending, on a timing profile other
+ * than instant) boots the same way (`powerOnAfterLoss`): silent for its boot time, a new
+ * Boot Time, the zones that ran when the power went stopped, the autoboot ones started.
  *
  * Nothing here ticks: the caller's `wait` is the daemon's shared scheduler. A marker file in
  * the server dir spans shutdown and boot, so a daemon stopped (or killed) meanwhile finishes
@@ -21,6 +28,8 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurable } from '../common/durable-file.js';
+import { INSTANT_BOOT_SECONDS } from '../timing/builtin.js';
+import type { Timing } from '../timing/timing.js';
 import type { Vm } from '../vmadm/types.js';
 import { readSysinfoFile, RUNTIME_SYSINFO_KEYS } from './sysinfo-file.js';
 import type { BootedOs, MockCn } from './types.js';
@@ -36,8 +45,33 @@ export interface RebootOptions {
   /** Resolves `ms` from now (the daemon's shared scheduler). */
   wait(ms: number): Promise<void>;
   log: PowerCycleLog;
+  /** The time between starting two autoboot VMs (a fresh draw each call); none: all at once. */
+  autobootGapMs?: () => number;
   /** The event that caused it, if one did (the boot report groups boots by it). */
   eventId?: string;
+}
+
+/**
+ * How long `cn` takes to boot and the pace of its autoboot VMs: `--boot-seconds` when given,
+ * else the timing profile's `cn.boot` for this CN (instant: 10 s, as before timing).
+ */
+export function bootTimingOf(
+  cn: Pick<MockCn, 'uuid'>,
+  timing: Timing | undefined,
+  bootSeconds: number | undefined,
+): { bootMs: number; autobootGapMs: () => number } {
+  const where = { server: cn.uuid };
+  const bootMs =
+    bootSeconds !== undefined ? bootSeconds * 1000 : timing ? timing.ms('cn.boot', where) : INSTANT_BOOT_SECONDS * 1000;
+  return { bootMs, autobootGapMs: () => timing?.ms('cn.autoboot_gap', where) ?? 0 };
+}
+
+/**
+ * Whether a CN whose power comes back boots first (silent for its boot time): yes, but on the
+ * instant profile, where power events bring a CN back at once as before timing.
+ */
+export function powerOnBoots(cn: Pick<MockCn, 'uuid'>, timing: Timing | undefined): boolean {
+  return timing !== undefined && !timing.profileAt({ server: cn.uuid }).instant;
 }
 
 /** `<server dir>/rebooting.json`: present from the shutdown until the boot is done. */
@@ -77,9 +111,33 @@ async function reboot(cn: MockCn, opts: RebootOptions): Promise<void> {
     // Whatever went wrong in the boot, the CN does not stay down.
     await cn.setPower('up');
   }
-  await startAutobootVms(cn, opts.log);
+  await startAutobootVms(cn, opts);
   await fsp.rm(markerOf(cn), { force: true });
   opts.log.info({ server: cn.uuid, bootTime: cn.sysinfo['Boot Time'] }, 'server rebooted');
+}
+
+/**
+ * A CN whose power comes back (it is down, held by an event): silent for its boot time, then
+ * booted with a new Boot Time; its zones died with the power, so those it ran are stopped, and
+ * the autoboot ones start as at any boot. Resolves once it is up and its autoboot VMs started.
+ */
+export async function powerOnAfterLoss(cn: MockCn, opts: RebootOptions): Promise<void> {
+  if (underway.has(cn) || cn.power !== 'down') return;
+  underway.add(cn);
+  try {
+    opts.log.info({ server: cn.uuid, bootMs: opts.bootMs }, 'server powered on, booting');
+    await opts.wait(opts.bootMs);
+    await boot(cn, opts.log);
+    const died = cn.vms.list({ include_dni: true }).filter((vm) => vm.state === 'running');
+    const store = cn.vms;
+    if (store.crash) {
+      await Promise.all(died.map((vm) => store.crash!(vm.uuid, 0).catch((err: unknown) => failed(opts.log, cn, vm, 'power loss', err))));
+    }
+  } finally {
+    await cn.setPower('up');
+    underway.delete(cn);
+  }
+  await startAutobootVms(cn, opts);
 }
 
 /**
@@ -94,7 +152,7 @@ export async function finishInterruptedReboot(cn: MockCn, log: PowerCycleLog): P
   }
   log.info({ server: cn.uuid }, 'finishing a reboot interrupted by a daemon restart');
   await boot(cn, log);
-  await startAutobootVms(cn, log);
+  await startAutobootVms(cn, { log });
   await fsp.rm(markerOf(cn), { force: true });
   return true;
 }
@@ -126,7 +184,7 @@ export async function isMarkedOff(cn: Pick<MockCn, 'paths'>): Promise<boolean> {
 export async function cameUp(cn: MockCn, log: PowerCycleLog, booted?: BootedOs): Promise<void> {
   await boot(cn, log, booted);
   await cn.setPower('up');
-  await startAutobootVms(cn, log);
+  await startAutobootVms(cn, { log });
   await fsp.rm(markerOf(cn), { force: true });
 }
 
@@ -144,9 +202,19 @@ async function haltRunningVms(cn: MockCn, log: PowerCycleLog): Promise<void> {
   await Promise.all(running.map((vm) => cn.vms.halt(vm.uuid).catch((err: unknown) => failed(log, cn, vm, 'halt', err))));
 }
 
-async function startAutobootVms(cn: MockCn, log: PowerCycleLog): Promise<void> {
-  const due = cn.vms.list({ include_dni: true }).filter((vm) => vm.autoboot === true && vm.state === 'stopped');
-  await Promise.all(due.map((vm) => cn.vms.start(vm.uuid).catch((err: unknown) => failed(log, cn, vm, 'autoboot', err))));
+/** The autoboot VMs in creation order, each started a gap after the one before, booting side by side. */
+async function startAutobootVms(cn: MockCn, opts: { log: PowerCycleLog; wait?: RebootOptions['wait']; autobootGapMs?: (() => number) | undefined }): Promise<void> {
+  const due = cn.vms
+    .list({ include_dni: true })
+    .filter((vm) => vm.autoboot === true && vm.state === 'stopped')
+    .sort((a, b) => String(a.create_timestamp ?? '').localeCompare(String(b.create_timestamp ?? '')));
+  const starts: Promise<unknown>[] = [];
+  for (const [i, vm] of due.entries()) {
+    const gap = i > 0 && opts.autobootGapMs && opts.wait ? opts.autobootGapMs() : 0;
+    if (gap > 0) await opts.wait!(gap);
+    starts.push(cn.vms.start(vm.uuid).catch((err: unknown) => failed(opts.log, cn, vm, 'autoboot', err)));
+  }
+  await Promise.all(starts);
 }
 
 function failed(log: PowerCycleLog, cn: MockCn, vm: Vm, what: string, err: unknown): void {

@@ -14,6 +14,7 @@
  *   nics: [{tags: [external]}, {tags: [storage]}]
  *   traits: {gpu: true}
  *   reserved: false
+ *   timing: slow/dc.yaml     # a timing profile or file (docs/timing.md), relative to this dir
  *
  * Invalid files stop the daemon's start with every problem found, each as `file:line: what`.
  */
@@ -22,6 +23,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode, type YAMLMap } from 'yaml';
 import { MockcloudError } from '../common/errors.js';
+import { resolveTiming } from '../timing/resolve.js';
 import { OVERPROVISION_KEYS, PROFILES, type HardwareProfile, type Placement } from './profiles.js';
 
 export const PROFILE_FILE_EXTENSIONS = ['.json', '.yaml', '.yml'];
@@ -59,6 +61,7 @@ const FIELDS: Record<string, Check> = {
   vmCapable: bool,
   bhyveCapable: bool,
   headnode: bool,
+  timing: (v) => (typeof v === 'string' && v.length > 0 ? undefined : 'must name a timing profile (instant, smartos) or a timing file'),
   nics: (v) =>
     Array.isArray(v) &&
     v.length >= 1 &&
@@ -110,6 +113,14 @@ export async function loadProfileFiles(dir: string, required: boolean): Promise<
       }
       known.set(p.name, p);
       fromFiles.push(p);
+    }
+  }
+  for (const p of fromFiles) {
+    if (p.timing === undefined) continue;
+    try {
+      await resolveTiming(p.timing, dir);
+    } catch (err) {
+      errors.push(`${p.source}: timing ${JSON.stringify(p.timing)}: ${(err as Error).message.split('\n').join('\n    ')}`);
     }
   }
   if (errors.length > 0) {

@@ -51,6 +51,11 @@ export interface HardwareProfile {
    * hard-filter-headnode never places a VM on it. Not the dev DC's headnode server.
    */
   headnode?: boolean;
+  /**
+   * The timing of CNs of this profile (docs/timing.md): a built-in timing profile's name, or a
+   * timing file (relative to the profiles dir); absent: the daemon's.
+   */
+  timing?: string;
   /** Where a profile file defined it ("file:line"); absent for the built-ins. */
   source?: string;
 }

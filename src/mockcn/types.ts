@@ -81,6 +81,11 @@ export interface CnConditions {
   heartbeatLateMs?: number;
 }
 
+/** Where a refused agents POST is warned (a task's log). */
+export interface AgentsPostLog {
+  warn(...args: unknown[]): void;
+}
+
 export interface MockCn {
   readonly uuid: string;
   readonly paths: ServerPaths;
@@ -113,10 +118,12 @@ export interface MockCn {
   reloadSysinfo(): Promise<void>;
   /**
    * Re-read the agents directory and post the list to CNAPI (`POST /servers/<uuid> {agents}`).
-   * Rejects when CNAPI refuses or cannot be reached (refresh_agents and agents_uninstall fail
-   * then; agent_install only logs); resolves without posting when no CNAPI is configured.
+   * Rejects when the directory cannot be read; when CNAPI refuses the list or cannot be reached,
+   * resolves with that as `postError`, warned on `log` as the real task's shared.js
+   * refreshAgents does ('posting agents to cnapi'), and the agents tasks finish; resolves
+   * without posting when no CNAPI is configured.
    */
-  refreshAgents(): Promise<AgentRecord[]>;
+  refreshAgents(log?: AgentsPostLog): Promise<{ agents: AgentRecord[]; postError?: Error }>;
   /**
    * Take the CN down or bring it back up. Resolves once the shared services followed: down,
    * its cn-agent socket is closed and its CNAPI traffic stopped; up, the socket listens again

@@ -26,6 +26,8 @@ export interface ServiceUrls {
   imgapi?: string;
   /** SAPI: where each CN's agent instances are adopted (RFD 82) and config-agent polls. */
   sapi?: string;
+  /** PAPI: the embedded dev headnode's; no agent uses it (`mirror load` puts packages there). */
+  papi?: string;
   /** FWAPI: firewaller's rules (`POST /resolve`) and, on `fwapiFast`, its update stream. */
   fwapi?: string;
   /** FWAPI's update stream (node-fast), `tcp://host:port`; default: FWAPI's host, port 2020. */

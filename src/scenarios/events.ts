@@ -8,10 +8,14 @@
  */
 import type { Node } from 'yaml';
 import { isUuid } from '../common/uuid.js';
-import { describe as show, type Entries, type YamlReader } from './yaml-reader.js';
+import { isTimingKeyPrefix } from '../events/validate.js';
+import { BUILTIN_PROFILES } from '../timing/builtin.js';
+import { describe as show, type Entries, type YamlReader } from '../common/yaml-reader.js';
 import { EVENT_TYPES, type EventSpec, type EventType, type SourcePos, type Target } from './types.js';
 
-type ParamKind = 'duration' | 'percent' | 'fraction' | 'exit-status' | 'mib' | 'string' | 'true' | 'vm-uuids' | 'api' | 'task';
+type ParamKind =
+  | 'duration' | 'percent' | 'fraction' | 'exit-status' | 'mib' | 'string' | 'true' | 'vm-uuids' | 'api' | 'task'
+  | 'factor' | 'timing-profile' | 'timing-keys';
 
 interface ParamSpec {
   /** As written in the file. */
@@ -59,6 +63,11 @@ export const EVENT_SPECS: Record<EventType, TypeSpec> = {
     params: [p('api', 'api'), p('delay', 'duration'), p('errorRate', 'fraction'), p('probability', 'fraction')],
     required: ['api'],
     groups: [{ names: ['delay', 'errorRate'], rule: 'some' }],
+  },
+  timing: {
+    duration: true,
+    params: [p('factor', 'factor'), p('profile', 'timing-profile'), p('vms', 'vm-uuids'), p('keys', 'timing-keys')],
+    groups: [{ names: ['factor', 'profile'], rule: 'some' }],
   },
 };
 
@@ -229,6 +238,21 @@ function readParam(r: YamlReader, kind: ParamKind, value: Node | null, key: Node
       }
       return s;
     }
+    case 'factor':
+      return r.number(value, what, (v) => v > 0 && v <= 1000, 'a number over 0 up to 1000 (5: five times slower)', key);
+    case 'timing-profile': {
+      const s = r.string(value, what, key);
+      if (s === undefined || BUILTIN_PROFILES.has(s)) return s;
+      r.problem(value, `${what} must be a built-in timing profile (${[...BUILTIN_PROFILES.keys()].join(', ')})`, key);
+      return undefined;
+    }
+    case 'timing-keys':
+      return r.list(value, what, (n) => {
+        const s = r.scalar(n);
+        if (typeof s === 'string' && isTimingKeyPrefix(s)) return s;
+        r.problem(n, `${show(n)} is no timing key (tasks, vm, cn, workflow, waitlist, or a key under them such as vm.boot)`, value);
+        return undefined;
+      }, key);
     case 'vm-uuids':
       return r.list(value, what, (n) => {
         const s = r.scalar(n);

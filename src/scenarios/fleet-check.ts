@@ -5,7 +5,7 @@
  * `percent`, `count` or `all` target needs a fleet that is not empty at that point of the
  * timeline, counting the CNs the scenario creates and deletes before it.
  */
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../common/duration.js';
 import { timeline } from './timeline.js';
 import type { Scenario, ScenarioProblem, Step, Target } from './types.js';
 

@@ -9,10 +9,10 @@
  * parallel track.
  */
 import path from 'node:path';
-import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { isMap, isSeq, type Node } from 'yaml';
 import { HOSTNAME_PREFIX_RE, MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { readEvent, type EventKnowledge } from './events.js';
-import { describe as show, YamlReader, type YamlReader as Reader } from './yaml-reader.js';
+import { describe as show, readYaml, type YamlReader as Reader } from '../common/yaml-reader.js';
 import { isUuid } from '../common/uuid.js';
 import type { Action, Scenario, ScenarioProblem, SourcePos, Step } from './types.js';
 
@@ -28,19 +28,10 @@ export type ParseResult = { ok: true; scenario: Scenario } | { ok: false; proble
  * daemon (cn-agent's task names).
  */
 export function parseScenario(text: string, fileName: string, known: EventKnowledge = {}): ParseResult {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    return {
-      ok: false,
-      problems: doc.errors.map((e) => {
-        const at = e.linePos?.[0] ?? { line: 1, col: 1 };
-        return { line: at.line, col: at.col, message: `YAML syntax error: ${firstLine(e.message)}` };
-      }),
-    };
-  }
-  const r = new YamlReader(lines);
-  const root = doc.contents as Node | null;
+  const parsed = readYaml(text);
+  if (!parsed.ok) return parsed;
+  const r = parsed.reader;
+  const root = parsed.root;
   let name = path.basename(fileName).replace(/\.(ya?ml)$/i, '');
   let seed: string | undefined;
   let stepsNode: Node | null = null;
@@ -254,9 +245,6 @@ function readDelete(r: Reader, node: Node | null, key: Node): Action | undefined
   return servers ? { kind: 'delete', servers: [...new Set(servers)] } : undefined;
 }
 
-function firstLine(message: string): string {
-  return message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '').trim();
-}
 
 function sortProblems(ps: ScenarioProblem[]): ScenarioProblem[] {
   return [...ps].sort((a, b) => a.line - b.line || a.col - b.col);

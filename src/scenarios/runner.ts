@@ -9,7 +9,7 @@
  * (`<seed>:<step>:<repetition>`), so that a repeated `percent: 10` draws new servers each time
  * and the same run seed draws the same ones again.
  */
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../common/duration.js';
 import { entryEnd, scenarioLength, timeline } from './timeline.js';
 import type { Action, EventSpec, Scenario, TimelineEntry } from './types.js';
 

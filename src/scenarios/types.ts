@@ -5,16 +5,12 @@
  * and the target checks never see raw YAML.
  */
 
+import type { SourcePos, YamlProblem } from '../common/yaml-reader.js';
 /** Where something is in the file (1-based, as editors count). */
-export interface SourcePos {
-  line: number;
-  col: number;
-}
+export type { SourcePos };
 
 /** One complaint about a scenario file, at the line (and column) it is about. */
-export interface ScenarioProblem extends SourcePos {
-  message: string;
-}
+export type ScenarioProblem = YamlProblem;
 
 // The event types and target selectors are the events engine's own (POST /events).
 import type { EventType, TargetSpec } from '../events/types.js';

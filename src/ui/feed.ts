@@ -3,16 +3,21 @@
  *
  * Always: it samples the fleet's running totals (heartbeats, tasks, task time, errors) and the
  * RSS into 10 minutes of per-second points for the charts (O(1), whatever the fleet's size).
+ * Heartbeats per second are counted over a window of two heartbeat intervals (at least 10 s),
+ * as `mockcloud status` counts them over its window: every CN beats the same number of times in
+ * it, so a steady fleet reads steady, where a one-second count swings with how the beats fall
+ * into seconds (82 to 251 at 1,000 CNs). A page that connects gets the current rate at once.
  * Only while a page is connected: it walks the fleet once, compares each CN's cell (state, VM
  * count, last heartbeat) with what it last sent, and sends every page one message with only
  * what changed. A page that connects gets the whole fleet first (`snapshot`), then `delta`s.
  * The per-CN arrays exist only while some page is connected.
  *
- *   snapshot {t:'snapshot', now, lateMs, states, cells:[[slot, uuid, hostname, profile, state, vms, hbAgeMs|-1]], series, totals}
+ *   snapshot {t:'snapshot', now, lateMs, states, cells:[[slot, uuid, hostname, profile, state, vms, hbAgeMs|-1]], series, totals, heartbeatsPerSecond, windowSeconds}
  *   delta    {t:'delta', now, added:[cell...], removed:[slot...], changed:[[slot, state, vms]...], hb:[slot...], point, totals}
  *
  * `hb` lists the CNs whose heartbeat CNAPI accepted since the previous message: the page keeps
- * each cell's heartbeat age itself, so ages cost nothing on the wire.
+ * each cell's heartbeat age itself, so ages cost nothing on the wire. A cell's age is that of the
+ * last heartbeat CNAPI took from the CN, also while it is down (the page says when that was).
  */
 import type { Logger } from '../common/log.js';
 import type { Scheduler, ScheduledJob } from '../runtime/scheduler.js';
@@ -44,6 +49,9 @@ export class FleetFeed {
   private readonly clients = new Set<FeedClient>();
   private readonly series: SeriesPoint[] = [];
   private last: { at: number; c: FleetCounters } | undefined;
+  /** The counters of the last `windowSeconds` seconds, oldest first: the heartbeat rate's window. */
+  private readonly window: { at: number; heartbeats: number }[] = [];
+  readonly windowSeconds: number;
   private totals = { cns: 0, vms: 0, states: {} as Record<string, number> };
   // Per slot, while a page is connected (slots are not reused until no page is connected).
   private slots = new Map<string, number>();
@@ -59,11 +67,14 @@ export class FleetFeed {
     private readonly source: FleetSource,
     private readonly scheduler: Scheduler,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.windowSeconds = Math.max(10, Math.ceil((2 * source.heartbeatIntervalMs) / 1000));
+  }
 
   start(): void {
     this.running = true;
     this.last = { at: Date.now(), c: this.source.counters() };
+    this.window.push({ at: this.last.at, heartbeats: this.last.c.heartbeats });
     this.job = this.scheduler.schedule(TICK_MS, () => this.tick());
   }
 
@@ -97,6 +108,8 @@ export class FleetFeed {
         cells,
         series: this.series,
         totals: this.totals,
+        heartbeatsPerSecond: this.heartbeatRate(now, this.source.counters().heartbeats),
+        windowSeconds: this.windowSeconds,
       }),
     );
   }
@@ -140,9 +153,12 @@ export class FleetFeed {
     const secs = Math.max(0.001, (at - prev.at) / 1000);
     const rate = (n: number): number => Math.round((n / secs) * 10) / 10;
     const answered = c.tasksAnswered - prev.c.tasksAnswered;
+    // The window ends now and starts at the newest sample at least windowSeconds old.
+    this.window.push({ at, heartbeats: c.heartbeats });
+    while (this.window.length > 2 && at - this.window[1]!.at >= this.windowSeconds * 1000) this.window.shift();
     const point: SeriesPoint = {
       t: Math.round(at / 1000),
-      heartbeatsPerSecond: rate(c.heartbeats - prev.c.heartbeats),
+      heartbeatsPerSecond: this.heartbeatRate(at, c.heartbeats),
       tasksPerSecond: rate(c.tasks - prev.c.tasks),
       taskLatencyMs: answered > 0 ? Math.round((c.taskMsTotal - prev.c.taskMsTotal) / answered) : null,
       errorsPerSecond: rate(c.errors - prev.c.errors),
@@ -152,6 +168,13 @@ export class FleetFeed {
     this.series.push(point);
     if (this.series.length > SERIES_POINTS) this.series.splice(0, this.series.length - SERIES_POINTS);
     return point;
+  }
+
+  /** Heartbeats per second from the oldest sample of the window to `at` (0 with nothing to count over). */
+  private heartbeatRate(at: number, heartbeats: number): number {
+    const oldest = this.window[0];
+    if (!oldest || at - oldest.at < 500) return 0;
+    return Math.round(((heartbeats - oldest.heartbeats) / ((at - oldest.at) / 1000)) * 10) / 10;
   }
 
   /** Every compute node against what was last sent: the changes, and every cell (for a snapshot). */
@@ -169,8 +192,10 @@ export class FleetFeed {
     for (const cn of src.list()) {
       if (!isComputeNode(cn)) continue;
       cns++;
-      const lastHb = src.lastHeartbeatAt(cn.uuid);
-      const state = cellState(cn, src.faultState(cn.uuid), lastHb, now, lateMs, src.heartbeats, cn.power === 'down' && src.booting?.(cn.uuid) === true);
+      const current = src.lastHeartbeatAt(cn.uuid);
+      const state = cellState(cn, src.faultState(cn.uuid), current, now, lateMs, src.heartbeats, cn.power === 'down' && src.booting?.(cn.uuid) === true);
+      // A CN that is down has no current heartbeat; its cell still tells when it last had one.
+      const lastHb = current ?? src.lastKnownHeartbeatAt?.(cn.uuid);
       const vms = cn.vms.size;
       counts[state]!++;
       vmTotal += vms;

@@ -159,7 +159,7 @@ export class UiServer {
       }
       if (segs[0] === 'events' && segs.length === 1) {
         if (method === 'GET') return sendJson(res, 200, { active: this.opts.source.activeEvents() });
-        if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(await readJsonBody(req, MAX_BODY_BYTES)));
+        if (method === 'POST') return sendJson(res, 201, await this.opts.source.startEvent(fromThePage(await readJsonBody(req, MAX_BODY_BYTES))));
       }
       if (segs[0] === 'boots' && segs.length === 1 && method === 'GET') {
         return sendJson(res, 200, { summary: this.opts.source.bootSummary?.() ?? null });
@@ -247,6 +247,16 @@ function checkSameOrigin(req: http.IncomingMessage, change: boolean): void {
   if (change && !/^application\/json\b/i.test(req.headers['content-type'] ?? '') && req.method === 'POST') {
     throw new MockcloudError('UnsupportedMediaType', 'the body must be JSON (content-type: application/json)');
   }
+}
+
+/**
+ * An event the page's buttons start says so (docs/events.md): `source.via: "fleet page"`, set
+ * here whatever the request said, so that nothing through this listener passes for a scenario.
+ * It counts as an API event (the metrics' `source="api"`).
+ */
+function fromThePage(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  return { ...(body as Record<string, unknown>), source: { via: 'fleet page' } };
 }
 
 /**

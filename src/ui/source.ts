@@ -31,8 +31,10 @@ export interface FleetCounters {
 export interface FleetSource {
   list(): readonly PageCn[];
   get(uuid: string): PageCn | undefined;
-  /** When CNAPI last accepted the CN's heartbeat (epoch ms). */
+  /** When CNAPI last accepted the CN's heartbeat (epoch ms), while the CN is up. */
   lastHeartbeatAt(uuid: string): number | undefined;
+  /** The last heartbeat CNAPI accepted from the CN, also from before it went down (epoch ms). */
+  lastKnownHeartbeatAt?(uuid: string): number | undefined;
   /** The CNs' heartbeat interval (ms). */
   readonly heartbeatIntervalMs: number;
   /** False when no CNAPI is configured (standalone): nothing heartbeats, nothing is late. */

@@ -21,6 +21,7 @@ const HVM_LIMIT_PRIV = 'default,-file_link_any,-net_access,-proc_fork,-proc_info
 export const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 const DEFAULT_QUOTA = 10;
 const DEFAULT_BHYVE_QUOTA = 1;
+export const DEFAULT_RECSIZE = 131072;
 
 /** Normalised by their own modules, after the simple keys. */
 const ELEMENT_KEYS = ['nics', 'disks', 'filesystems', 'pci_devices', 'add_pci_devices'];
@@ -124,6 +125,12 @@ export function buildNewVm(payload: unknown, ctx: CreateContext): BuiltVm {
   for (const [k, v] of Object.entries(controls)) if (k === 'tmpfs' || vm[k] === undefined) vm[k] = v;
 
   vm.firewall_enabled ??= false;
+  // What smartos-live's vmload shows for every brand: the zone's `vm-version` attribute (VM.js
+  // createZone writes 1), its config/routes.json ({} without one) and the recsize of its root
+  // dataset (ZFS's default; proptable's zfs_root_recsize default).
+  vm.v = 1;
+  vm.routes ??= {};
+  vm.zfs_root_recsize ??= DEFAULT_RECSIZE;
   vm.resolvers ??= [];
   vm.customer_metadata ??= {};
   vm.internal_metadata ??= {};

@@ -12,10 +12,12 @@
  * `platform_buildstamp`, `hvm` (from the brand).
  *
  * Load defaults: what vmadm's load always shows (smartos-live vmload: `resolvers` [],
- * `firewall_enabled` false, `snapshots` newest first, `zonedid`) is filled in when a file
- * written by the dummy or by hand lacks it; the store keeps it from then on.
+ * `firewall_enabled` false, `snapshots` newest first, `zonedid`, `v` 1, `routes` {},
+ * `zfs_root_recsize` 131072) is filled in when a file written by the dummy or by hand lacks it;
+ * the store keeps it from then on.
  */
 import type { SysinfoIdentity } from '../common/sysinfo.js';
+import { DEFAULT_RECSIZE } from './create.js';
 import { HVM_BRANDS } from './properties.js';
 import { sortSnapshots } from './snapshots.js';
 import type { Vm, VmSnapshot } from './types.js';
@@ -41,6 +43,9 @@ export function applyLoadDefaults(stored: Record<string, unknown>, nextZonedid: 
   if (typeof stored.firewall_enabled !== 'boolean') stored.firewall_enabled = false;
   stored.snapshots = Array.isArray(stored.snapshots) ? sortSnapshots(stored.snapshots as VmSnapshot[]) : [];
   if (typeof stored.zonedid !== 'number') stored.zonedid = nextZonedid();
+  if (typeof stored.v !== 'number') stored.v = 1;
+  if (stored.routes === null || typeof stored.routes !== 'object' || Array.isArray(stored.routes)) stored.routes = {};
+  if (typeof stored.zfs_root_recsize !== 'number') stored.zfs_root_recsize = DEFAULT_RECSIZE;
 }
 
 export interface VmIdentity {

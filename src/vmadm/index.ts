@@ -9,7 +9,7 @@ import { isUuid } from '../common/uuid.js';
 import { identityFromSysinfo } from './derived.js';
 import { invalidValue } from './errors.js';
 import { FileVmStore, type OpenReport } from './store.js';
-import type { VmStore } from './types.js';
+import type { VmPacer, VmStore } from './types.js';
 import { vmsDir } from './vm-file.js';
 
 export interface VmadmOptions {
@@ -23,6 +23,8 @@ export interface VmadmOptions {
   watch?: boolean;
   /** Clock in ms, for tests. */
   now?: () => number;
+  /** Each server's pacer: how long its VMs' stages take (the daemon's timing). */
+  pacerFor?: (serverUuid: string) => VmPacer | undefined;
 }
 
 export class Vmadm {
@@ -30,6 +32,7 @@ export class Vmadm {
   private readonly log: Logger;
   private readonly watch: boolean;
   private readonly now: (() => number) | undefined;
+  private readonly pacerFor: VmadmOptions['pacerFor'];
   private readonly stores = new Map<string, FileVmStore>();
   private readonly opening = new Map<string, Promise<FileVmStore>>();
 
@@ -38,6 +41,7 @@ export class Vmadm {
     this.log = opts.log;
     this.watch = opts.watch ?? false;
     this.now = opts.now;
+    this.pacerFor = opts.pacerFor;
   }
 
   /**
@@ -66,7 +70,9 @@ export class Vmadm {
   }
 
   private async doOpen(serverUuid: string, identity: SysinfoIdentity): Promise<FileVmStore> {
+    const pacer = this.pacerFor?.(serverUuid);
     const { store, report } = await FileVmStore.open({
+      ...(pacer ? { pacer } : {}),
       dir: vmsDir(this.root, serverUuid),
       serverUuid,
       identity: identityFromSysinfo(identity),

@@ -114,6 +114,8 @@ function dropFalseFlags(nic: VmNic): void {
 export interface NicContext {
   brand: string;
   nicDriver?: string | undefined;
+  /** vmadm's warnings (a MAC to remove that the VM does not have). */
+  warn?: ((message: string) => void) | undefined;
 }
 
 function nextInterfaceName(taken: Set<string>, prefix: string): string {
@@ -192,7 +194,12 @@ export function applyNicUpdate(current: readonly VmNic[], req: NicUpdate, ctx: N
     const macs = checkValue('remove_nics', 'list', req.remove) as string[];
     for (const raw of macs) {
       const mac = normalizeMac(String(raw));
-      if (!nics.some((n) => n.mac === mac)) throw invalidValue('remove_nics', `VM has no NIC with MAC ${mac}`);
+      // VM.js update: "There is no NIC with the MAC address <mac>. Skipping..." (a warning, not
+      // an error: net-agent may have removed it already, as NAPI deleted it first).
+      if (!nics.some((n) => n.mac === mac)) {
+        ctx.warn?.(`There is no NIC with the MAC address ${mac}. Skipping...`);
+        continue;
+      }
       nics = nics.filter((n) => n.mac !== mac);
     }
   }

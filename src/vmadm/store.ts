@@ -27,6 +27,10 @@ import { KeyedQueue } from './keyed-queue.js';
 import {
   bootStep,
   checkDeletable,
+  destroyPauseMs,
+  isPause,
+  provisionPlan,
+  shuttingDownStep,
   checkKillable,
   checkReprovisionable,
   haltStep,
@@ -38,7 +42,8 @@ import {
   reprovisionSteps,
   startSteps,
   stopSteps,
-  type Step,
+  type Pace,
+  type PlanItem,
   type Stored,
 } from './lifecycle.js';
 import { compileSearch, project, visible } from './lookup.js';
@@ -53,7 +58,9 @@ import type {
   VmCreatePayload,
   VmEvent,
   VmEventListener,
+  VmPacer,
   VmStore,
+  WaitHooks,
   VmSubscription,
   VmUpdatePayload,
   WarningLog,
@@ -74,6 +81,11 @@ export interface StoreOptions {
   watch?: boolean;
   /** Clock, for tests. */
   now?: () => number;
+  /**
+   * How long each stage of an operation takes (the daemon's timing). Absent, or a stage of
+   * 0 ms: written at once, without the intermediate states only time would show.
+   */
+  pacer?: VmPacer;
 }
 
 export interface OpenReport {
@@ -98,6 +110,9 @@ export class FileVmStore implements VmStore {
   private lastZonedid = 0;
   private closed = false;
   private watch: VmDirWatch | undefined;
+  private readonly pacer: VmPacer | undefined;
+  /** Aborts at close(): operations still waiting out a stage finish at once. */
+  private readonly closing = new AbortController();
 
   private constructor(opts: StoreOptions) {
     this.dir = opts.dir;
@@ -106,6 +121,7 @@ export class FileVmStore implements VmStore {
     this.log = opts.log;
     this.now = opts.now ?? Date.now;
     this.hub = new EventHub(opts.log);
+    this.pacer = opts.pacer;
   }
 
   /** Build the index from the directory (created when missing). */
@@ -209,47 +225,59 @@ export class FileVmStore implements VmStore {
     const uuid = String(stored.uuid);
     this.warnDropped(opts?.log, 'create', uuid, String(stored.brand), dropped);
     // Writes accepted before close() still complete: close() drains the queue.
+    const timed = provisionPlan(stored, this.paceOf(stored));
     return this.queue.run(uuid, async () => {
       if (this.index.has(uuid) || (await fileExists(vmFile(this.dir, uuid)))) throw vmExists(uuid);
       // Taken only now: creates of other VMs may have run since the payload was built.
       stored.zonedid = ++this.lastZonedid;
-      return project(await this.commit(uuid, undefined, stored), undefined);
+      if (!timed) return project(await this.commit(uuid, undefined, stored), undefined);
+      timed.first.zonedid = stored.zonedid;
+      const vm = await this.commit(uuid, undefined, timed.first);
+      return project(await this.runPlan(uuid, vm, timed.rest, opts?.hooks), undefined);
     });
   }
 
   async update(uuid: string, payload: VmUpdatePayload, opts?: WriteOptions): Promise<Vm> {
     return this.mutate(uuid, async (cur) => {
       const stored = toStored(cur);
-      const { dropped } = applyUpdate(stored, payload, { serverUuid: this.serverUuid });
+      const { dropped, warnings } = applyUpdate(stored, payload, { serverUuid: this.serverUuid });
       this.warnDropped(opts?.log, 'update', uuid, String(cur.brand), dropped);
+      for (const w of warnings) (opts?.log ?? this.log).warn({ vm: uuid }, w);
       if (serializeVm(stored) === serializeVm(toStored(cur))) return cur; // nothing changed: no write
       return this.commit(uuid, cur, stored);
     });
   }
 
-  async delete(uuid: string): Promise<void> {
+  async delete(uuid: string, opts?: WriteOptions): Promise<void> {
     await this.mutate(uuid, async (cur) => {
       checkDeletable(cur);
-      await this.commit(uuid, cur, null);
-      return cur;
+      const { haltMs, uninstallMs } = destroyPauseMs(cur, this.paceOf(cur));
+      let vm = cur;
+      if (haltMs > 0) {
+        vm = await this.runPlan(uuid, vm, [shuttingDownStep]);
+        await this.pause(haltMs, opts?.hooks);
+      }
+      await this.pause(uninstallMs, opts?.hooks);
+      await this.commit(uuid, vm, null);
+      return vm;
     });
   }
 
-  start(uuid: string): Promise<Vm> {
-    return this.steps(uuid, startSteps);
+  start(uuid: string, opts?: WriteOptions): Promise<Vm> {
+    return this.steps(uuid, (vm, pace) => startSteps(vm, pace), opts?.hooks);
   }
 
   stop(uuid: string, opts?: StopOptions): Promise<Vm> {
-    // timeout changes how a real CN waits for the zone, not the end state.
-    return this.steps(uuid, (vm) => stopSteps(vm, opts?.force === true));
+    // The timeout bounds how long the guest's shutdown is waited on (lifecycle.ts), not the end state.
+    return this.steps(uuid, (vm, pace) => stopSteps(vm, opts?.force === true, pace, opts?.timeout), opts?.hooks);
   }
 
-  reboot(uuid: string, _opts?: StopOptions): Promise<Vm> {
-    return this.steps(uuid, rebootPlan);
+  reboot(uuid: string, opts?: StopOptions): Promise<Vm> {
+    return this.steps(uuid, (vm, pace) => rebootPlan(vm, pace, opts?.timeout), opts?.hooks);
   }
 
   halt(uuid: string): Promise<Vm> {
-    return this.steps(uuid, (vm) => (vm.state === 'running' ? hostHaltSteps : []));
+    return this.steps(uuid, (vm, pace) => (vm.state === 'running' ? hostHaltSteps(vm, pace) : []));
   }
 
   crash(uuid: string, exitStatus: number): Promise<Vm> {
@@ -267,13 +295,13 @@ export class FileVmStore implements VmStore {
     });
   }
 
-  async reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm> {
+  async reprovision(uuid: string, opts: { image_uuid: string; hooks?: WaitHooks | undefined }): Promise<Vm> {
     if (!isUuid(opts?.image_uuid)) throw invalidValue('image_uuid', 'image_uuid must be a UUID');
     const image = opts.image_uuid.toLowerCase();
-    return this.steps(uuid, (vm) => {
+    return this.steps(uuid, (vm, pace) => {
       checkReprovisionable(vm);
-      return reprovisionSteps(String(vm.state), image);
-    });
+      return reprovisionSteps(String(vm.state), image, vm, pace);
+    }, opts.hooks);
   }
 
   createSnapshot(uuid: string, name: string): Promise<Vm> {
@@ -291,12 +319,12 @@ export class FileVmStore implements VmStore {
     });
   }
 
-  rollbackSnapshot(uuid: string, name: string): Promise<Vm> {
+  rollbackSnapshot(uuid: string, name: string, _opts?: WriteOptions): Promise<Vm> {
     // VM.js rollback_snapshot: halt (-F) unless stopped, roll back, then start the VM,
     // whatever state it had (vmadm never passes do_not_start).
     return this.steps(uuid, (vm) => {
       findSnapshot(vm, name);
-      const rollback: Step = (s) => rollbackTo(s, name);
+      const rollback: PlanItem = (s) => rollbackTo(s, name);
       return vm.state === 'stopped' ? [rollback, bootStep] : [haltStep, rollback, bootStep];
     });
   }
@@ -385,6 +413,7 @@ export class FileVmStore implements VmStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort(new Error('the VM store is closing'));
     this.watch?.close();
     this.watch = undefined;
     await this.queue.drain();
@@ -426,22 +455,47 @@ export class FileVmStore implements VmStore {
 
   /**
    * A multi-step operation: `plan` checks the current VM (throwing refuses the whole
-   * operation before anything is written) and returns the steps; each is one write.
+   * operation before anything is written) and returns the steps, each one write, with the
+   * time a real VM spends between them.
    */
-  private async steps(uuid: string, plan: (vm: Stored) => Step[]): Promise<Vm> {
+  private async steps(uuid: string, plan: (vm: Stored, pace: Pace) => PlanItem[], hooks?: WaitHooks): Promise<Vm> {
     return project(
-      await this.mutate(uuid, async (cur) => {
-        const steps = plan(toStored(cur));
-        let vm = cur;
-        for (const step of steps) {
-          const stored = toStored(vm);
-          step(stored, new Date(this.now()));
-          vm = await this.commit(uuid, vm, stored);
-        }
-        return vm;
-      }),
+      await this.mutate(uuid, async (cur) => this.runPlan(uuid, cur, plan(toStored(cur), this.paceOf(cur)), hooks)),
       undefined,
     );
+  }
+
+  private async runPlan(uuid: string, cur: Vm, plan: readonly PlanItem[], hooks?: WaitHooks): Promise<Vm> {
+    let vm = cur;
+    for (const item of plan) {
+      if (isPause(item)) {
+        await this.pause(item.pauseMs, hooks);
+        continue;
+      }
+      const stored = toStored(vm);
+      item(stored, new Date(this.now()));
+      vm = await this.commit(uuid, vm, stored);
+    }
+    return vm;
+  }
+
+  /** The stages' time for this VM (nothing without a pacer). */
+  private paceOf(vm: Readonly<Record<string, unknown>>): Pace {
+    const pacer = this.pacer;
+    if (!pacer) return () => 0;
+    const who = { uuid: String(vm.uuid), brand: vm.brand };
+    return (stage) => pacer.stageMs(stage, who);
+  }
+
+  /** Wait out a stage; a closing store does not wait (the operation finishes at once). */
+  private async pause(ms: number, hooks?: WaitHooks): Promise<void> {
+    if (ms <= 0 || !this.pacer || this.closing.signal.aborted) return;
+    hooks?.beforeWait();
+    try {
+      await this.pacer.wait(ms, this.closing.signal).catch(() => undefined);
+    } finally {
+      await hooks?.afterWait();
+    }
   }
 
   /** Write (or delete) durably, then update the index and emit, in one synchronous step. */

@@ -199,6 +199,34 @@ export interface VmSubscription {
 export interface StopOptions {
   force?: boolean;
   timeout?: number;
+  /** Told around each stage's wait (see WaitHooks). */
+  hooks?: WaitHooks | undefined;
+}
+
+/**
+ * Told around each stage's wait of an operation: the caller (a cn-agent task) gives its place
+ * among the daemon's working tasks back while the VM only takes time, and takes it back after.
+ */
+export interface WaitHooks {
+  beforeWait(): void;
+  afterWait(): Promise<void>;
+}
+
+/**
+ * A VM's own stages (docs/timing.md `vm.*`): how long a real SmartOS VM spends installing,
+ * booting, provisioning, shutting down, halting and being destroyed.
+ */
+export type VmStage = 'install' | 'boot' | 'provision' | 'shutdown' | 'halt' | 'uninstall';
+
+/**
+ * What paces a store's multi-step operations (the daemon's timing on its shared scheduler).
+ * With no pacer, or a stage of 0 ms, the operation is written as at once, as before timing.
+ */
+export interface VmPacer {
+  /** How long `stage` takes for this VM now (a fresh draw each call); 0: no time. */
+  stageMs(stage: VmStage, vm: { uuid: string; brand?: unknown }): number;
+  /** Resolves after `ms`; rejects when `signal` aborts (the store closing cuts waits short). */
+  wait(ms: number, signal: AbortSignal): Promise<void>;
 }
 
 /** Where a write logs vmadm's warnings (e.g. the keys it removed); the store's log when absent. */
@@ -208,6 +236,8 @@ export interface WarningLog {
 
 export interface WriteOptions {
   log?: WarningLog;
+  /** Told around each stage's wait (a paced create, start, delete...). */
+  hooks?: WaitHooks | undefined;
 }
 
 /** One server's VMs: an in-memory index over `<root>/servers/<uuid>/vms/*.json`. */
@@ -239,10 +269,10 @@ export interface VmStore {
    */
   create(payload: VmCreatePayload, opts?: WriteOptions): Promise<Vm>;
   update(uuid: string, payload: VmUpdatePayload, opts?: WriteOptions): Promise<Vm>;
-  delete(uuid: string): Promise<void>;
+  delete(uuid: string, opts?: WriteOptions): Promise<void>;
 
   /** A running VM is left as it is (the real vmadm exits 0 there). */
-  start(uuid: string): Promise<Vm>;
+  start(uuid: string, opts?: WriteOptions): Promise<Vm>;
   /** A VM that is not running is not an error; a plain stop still sets autoboot=false. */
   stop(uuid: string, opts?: StopOptions): Promise<Vm>;
   reboot(uuid: string, opts?: StopOptions): Promise<Vm>;
@@ -258,12 +288,12 @@ export interface VmStore {
    */
   crash?(uuid: string, exitStatus: number): Promise<Vm>;
   /** Always ends running, as on a real CN. */
-  reprovision(uuid: string, opts: { image_uuid: string }): Promise<Vm>;
+  reprovision(uuid: string, opts: { image_uuid: string; hooks?: WaitHooks | undefined }): Promise<Vm>;
 
   createSnapshot(uuid: string, name: string): Promise<Vm>;
   deleteSnapshot(uuid: string, name: string): Promise<Vm>;
   /** Halts the VM if it runs, rolls back, and starts it (always, like vmadm). */
-  rollbackSnapshot(uuid: string, name: string): Promise<Vm>;
+  rollbackSnapshot(uuid: string, name: string, opts?: WriteOptions): Promise<Vm>;
 
   /**
    * `zonecfg -z <uuid> 'select attr name=create-timestamp; set value=<ts>; end'`: what a VM

@@ -34,6 +34,8 @@ export interface UpdateContext {
 export interface UpdateResult {
   /** Keys removed because the VM's brand cannot update them. */
   dropped: string[];
+  /** vmadm's other warnings (logged, the update goes on). */
+  warnings: string[];
 }
 
 /**
@@ -46,6 +48,7 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
   const p = copyWithoutTransportKeys(payload, 'update');
   applyDockerDefaults(p, brand, String(stored.uuid), stored);
   const dropped = pruneForBrand(brand, 'update', p);
+  const warnings: string[] = [];
 
   const simple: Record<string, unknown> = {};
   const actions: Record<string, unknown> = {};
@@ -108,7 +111,7 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
     next.nics = applyNicUpdate(
       Array.isArray(stored.nics) ? (stored.nics as VmNic[]) : [],
       { add: actions.add_nics, update: actions.update_nics, remove: actions.remove_nics },
-      { brand, nicDriver: typeof stored.nic_driver === 'string' ? stored.nic_driver : undefined },
+      { brand, nicDriver: typeof stored.nic_driver === 'string' ? stored.nic_driver : undefined, warn: (m) => warnings.push(m) },
     );
   }
   if ('add_disks' in actions || 'update_disks' in actions || 'remove_disks' in actions) {
@@ -135,7 +138,7 @@ export function applyUpdate(stored: Record<string, unknown>, payload: VmUpdatePa
 
   for (const k of removed) delete stored[k];
   Object.assign(stored, next);
-  return { dropped };
+  return { dropped, warnings };
 }
 
 function listOf(v: unknown): Record<string, unknown>[] {

@@ -172,21 +172,32 @@ describe('cmon-agent', () => {
     );
   });
 
-  it('answers 404 for unknown and stopped VMs, 400 for a bad cmon-opts header, 200 for POST /v1/refresh', async () => {
+  it('answers unknown and stopped VMs and a bad cmon-opts header in plain text as the real agent does, 200 for POST /v1/refresh', async () => {
     const cn = await fleet.addCn({ agentIp: '127.0.0.2' });
     const running = await webVm(cn);
     const stopped = await webVm(cn, { autoboot: false, nics: [] });
     const { port } = await startAgent({ bind: 'agent-ips' });
 
-    const unknown = await raw('127.0.0.2', port, 'GET', `/v1/${newUuid()}/metrics`);
+    // CMON (>= 1.6.0) always sends its header; the agent's answer is restify 4's text form of
+    // NotFoundError('container not found'), which CMON reads.
+    const missing = newUuid();
+    const unknown = await cmonScrape('127.0.0.2', port, `/v1/${missing}/metrics`, { 'x-joyent-cmon-opts': CORE_HEADER(false) });
     expect(unknown.status).toBe(404);
-    expect(JSON.parse(unknown.body.toString()).message).toBe('container not found');
-    expect((await raw('127.0.0.2', port, 'GET', `/v1/${stopped.uuid}/metrics`)).status).toBe(404);
+    expect(unknown.headers['content-type']).toBe('text/plain');
+    expect(unknown.text).toBe('container not found');
+    for (const headers of [{ 'x-joyent-cmon-opts': CORE_HEADER(true) }, {}] as Record<string, string>[]) {
+      const res = await cmonScrape('127.0.0.2', port, `/v1/${stopped.uuid}/metrics`, headers);
+      expect([res.status, res.headers['content-type'], res.text]).toEqual([404, 'text/plain', 'container not found']);
+    }
+    // Without the header the agent loads the VM first (vmadm get), and that fails.
+    const unloaded = await cmonScrape('127.0.0.2', port, `/v1/${missing}/metrics`);
+    expect([unloaded.status, unloaded.headers['content-type'], unloaded.text]).toEqual([500, 'text/plain', `vmadm load ${missing} failed: No such zone`]);
 
     for (const bad of [CORE_HEADER('yes'), Buffer.from('not json').toString('base64'), Buffer.from('{}').toString('base64')]) {
       const res = await raw('127.0.0.2', port, 'GET', `/v1/${running.uuid}/metrics`, { 'x-joyent-cmon-opts': bad });
       expect(res.status).toBe(400);
-      expect(JSON.parse(res.body.toString())).toMatchObject({ message: 'Error parsing x-joyent-cmon-opts header' });
+      expect(res.headers['content-type']).toBe('text/plain');
+      expect(res.body.toString()).toBe('Error parsing x-joyent-cmon-opts header');
     }
     expect((await raw('127.0.0.2', port, 'GET', `/v1/${running.uuid}/metrics`)).status).toBe(200);
 
@@ -228,7 +239,7 @@ describe('cmon-agent', () => {
     }
     // A VM is only found on its own CN's address.
     const vmA = fleet.get(a.uuid)!.vms.list()[0]!;
-    expect((await raw('127.0.0.3', port, 'GET', `/v1/${vmA.uuid}/metrics`)).status).toBe(404);
+    expect((await raw('127.0.0.3', port, 'GET', `/v1/${vmA.uuid}/metrics`, { 'x-joyent-cmon-opts': CORE_HEADER(false) })).status).toBe(404);
     expect((await raw('127.0.0.2', port, 'GET', `/v1/${vmA.uuid}/metrics`)).status).toBe(200);
 
     // The last CN on an address takes its socket with it.
@@ -251,7 +262,7 @@ describe('cmon-agent', () => {
 
     const ambiguous = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics');
     expect(ambiguous.status).toBe(409);
-    expect(JSON.parse(ambiguous.body.toString()).message).toMatch(/2 mock CNs share IP 127\.0\.0\.1/);
+    expect(ambiguous.body.toString()).toMatch(/2 mock CNs share IP 127\.0\.0\.1/);
 
     const named = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: `${b.uuid}:${port}` });
     expect(named.status).toBe(200);
@@ -302,6 +313,6 @@ describe('cmon-agent', () => {
     agent!.attach(c);
     const twins = await raw('127.0.0.1', port, 'GET', '/v1/gz/metrics', { host: '10.99.99.41:9163' });
     expect(twins.status).toBe(409);
-    expect(JSON.parse(twins.body.toString()).message).toMatch(/share IP 10\.99\.99\.41/);
+    expect(twins.body.toString()).toMatch(/share IP 10\.99\.99\.41/);
   });
 });

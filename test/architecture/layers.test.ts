@@ -1,7 +1,7 @@
 /**
  * The layering docs/architecture.md promises, checked on the source: arrows point down
  * (cli → scenarios / mirror → daemon → ui, metrics → events → agents, boot → runtime/headnode/mockcn
- * → vmadm → common). A lower folder never imports a higher one, type-only imports included.
+ * → vmadm, timing → common). A lower folder never imports a higher one, type-only imports included.
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,19 +12,20 @@ const topOf = (rel: string): string => rel.split('/')[0]!;
 /** What each folder of src/ may import from (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
   common: [],
+  timing: ['common'],
   vmadm: ['common'],
-  mockcn: ['common', 'vmadm'],
-  runtime: ['common', 'mockcn'],
-  headnode: ['common', 'vmadm', 'mockcn'],
-  agents: ['common', 'vmadm', 'mockcn', 'runtime'],
-  boot: ['common', 'vmadm', 'mockcn', 'runtime'],
-  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot'],
-  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'events'],
-  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events'],
-  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui'],
-  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon'],
-  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror'],
+  mockcn: ['common', 'vmadm', 'timing'],
+  runtime: ['common', 'mockcn', 'timing'],
+  headnode: ['common', 'vmadm', 'mockcn', 'timing'],
+  agents: ['common', 'vmadm', 'mockcn', 'runtime', 'timing'],
+  boot: ['common', 'vmadm', 'mockcn', 'runtime', 'timing'],
+  events: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'timing'],
+  metrics: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'events', 'timing'],
+  ui: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'timing'],
+  daemon: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'timing'],
+  scenarios: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  mirror: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'timing'],
+  cli: ['common', 'vmadm', 'mockcn', 'runtime', 'agents', 'boot', 'headnode', 'events', 'metrics', 'ui', 'daemon', 'scenarios', 'mirror', 'timing'],
 };
 
 describe('source layering', () => {

@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { MAIN, startBuiltDaemon, type BuiltDaemon } from './helpers/built-daemon.js';
-import { CLI_ENV, runCli, runCommand, shq, writeOfflineFleet } from './helpers/run-cli.js';
+import { CLI_ENV, jsonLines, runCli, runCommand, shq, writeOfflineFleet } from './helpers/run-cli.js';
 
 interface Row {
   uuid: string;
@@ -68,7 +68,7 @@ describe('mockcloud CLI habits, without a daemon', () => {
     const cases: [string[], RegExp][] = [
       [['frobnicate'], /frobnicate/],
       [['help', 'frobnicate'], /no command "frobnicate"/],
-      [['create-servers'], /arguments/],
+      [['create-servers'], /say how many: mockcloud create-servers N/],
       [['create-servers', '0', '--data-dir', dataDir], /N must be an integer from 1/],
       [['list-servers', '--bogus-flag', '--data-dir', dataDir], /bogus-flag/],
       [['list-servers', '-o', 'hostname,nosuch', '--data-dir', dataDir], /-o "nosuch" is not a column/],
@@ -138,7 +138,7 @@ describe('mockcloud CLI habits, without a daemon', () => {
     expect(long.stdout.split('\n')[1]).toMatch(/2026-01-01T00:00:00\.000Z\s+\S+$/);
 
     const json = await runCli(['list-servers', '-j', '-s', '-hostname', '--data-dir', dataDir]);
-    const rows = JSON.parse(json.stdout) as Row[];
+    const rows = jsonLines<Row>(json.stdout);
     expect(rows).toHaveLength(N);
     expect(rows[0]!.hostname).toBe(lastHostname);
     expect(rows[rows.length - 1]).toMatchObject({ hostname: 'VC00000000', vms: 4, role: 'cn', created: '2026-01-01T00:00:00.000Z' });
@@ -227,7 +227,9 @@ describe('mockcloud CLI habits, with a daemon', () => {
   it('create-servers and ensure-servers show plain progress lines with rate and ETA when stderr is not a terminal', async () => {
     const r = await runCli(['create-servers', '40', ...dd()]);
     expect(r.code, r.stderr).toBe(0);
-    const lines = r.stderr.trimEnd().split('\n');
+    // First which daemon it works on, then the progress.
+    const [first, ...lines] = r.stderr.trimEnd().split('\n');
+    expect(first).toBe(`daemon pid ${(JSON.parse(await fsp.readFile(path.join(daemon.dataDir, 'daemon.json'), 'utf8')) as { pid: number }).pid}, data dir ${daemon.dataDir}`);
     expect(lines[lines.length - 1]).toMatch(/^created 40\/40 servers \(\d+\/s\)$/);
     for (const l of lines) expect(l).toMatch(/^created \d+\/40 servers( \(\d+\/s(, ETA \d+s)?\))?$/);
     expect(r.stdout.trim().split('\n')).toHaveLength(40);
@@ -253,7 +255,8 @@ describe('mockcloud CLI habits, with a daemon', () => {
     const j = async (args: string[]): Promise<unknown> => {
       const r = await runCli([...args, '-j', ...dd()]);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-      return JSON.parse(r.stdout) as unknown;
+      // The lists (list-servers, events, faults list) are one object per line, as node-triton's.
+      return ['list-servers', 'events'].includes(args[0]!) || args.join(' ') === 'faults list' ? jsonLines(r.stdout) : (JSON.parse(r.stdout) as unknown);
     };
     const listed = (await j(['list-servers'])) as Row[];
     expect(listed.length).toBeGreaterThan(100);
@@ -282,7 +285,7 @@ describe('mockcloud CLI habits, with a daemon', () => {
     const ok = await runCli(['faults', 'add', '--task', 'machine_create', '--delay-ms', '10', '-j', ...dd()]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ task: 'machine_create', delayMs: 10 });
-    expect(JSON.parse((await runCli(['faults', 'list', '-j', ...dd()])).stdout)).toHaveLength(1);
+    expect(jsonLines((await runCli(['faults', 'list', '-j', ...dd()])).stdout)).toHaveLength(1);
     await runCli(['faults', 'clear', ...dd()]);
   });
 });

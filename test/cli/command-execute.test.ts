@@ -19,12 +19,16 @@ interface Server {
   headnode?: boolean;
   hostname: string;
   status: string;
+  /** Set once CNAPI took a heartbeat: the CN's cn-agent takes tasks from then on. */
+  last_heartbeat?: string | null;
   sysinfo: Record<string, unknown>;
 }
 
 async function firstServer(cnapi: Client): Promise<Server> {
   const listed = await until(
-    async () => (await call<Server[]>(cnapi, 'listServers', {})).find((s) => s.status === 'running' && s.headnode !== true),
+    async () => (await call<Server[]>(cnapi, 'listServers', { extras: 'last_heartbeat' })).find(
+        (s) => s.status === 'running' && s.headnode !== true && typeof s.last_heartbeat === 'string',
+      ),
     30_000,
     'a running server in CNAPI',
   );

@@ -8,7 +8,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
-import { runCli } from './helpers/run-cli.js';
+import { jsonLines, runCli } from './helpers/run-cli.js';
 
 describe('mockcloud event / events', () => {
   let daemon: BuiltDaemon;
@@ -18,7 +18,7 @@ describe('mockcloud event / events', () => {
 
   beforeAll(async () => {
     daemon = await startBuiltDaemon({ servers: 2, config: { timings: { heartbeatIntervalMs: 500, statusThrottleMs: 200, startSpreadMs: 200 } } });
-    const list = JSON.parse((await runCli(['list-servers', '-j', ...dd()])).stdout) as { uuid: string; headnode: boolean }[];
+    const list = jsonLines<{ uuid: string; headnode: boolean }>((await runCli(['list-servers', '-j', ...dd()])).stdout);
     computes = list.filter((s) => !s.headnode).map((s) => s.uuid);
     headnode = list.find((s) => s.headnode)!.uuid;
     expect(computes).toHaveLength(2);
@@ -55,7 +55,7 @@ describe('mockcloud event / events', () => {
     expect(listed.stdout).toContain('slow-heartbeat');
     const ended = await runCli(['event', 'end', ev.id, ...dd()]);
     expect(ended.code, ended.stderr).toBe(0);
-    expect(JSON.parse((await runCli(['events', '-j', ...dd()])).stdout)).toEqual([]);
+    expect(jsonLines((await runCli(['events', '-j', ...dd()])).stdout)).toEqual([]);
     const again = await runCli(['event', 'end', ev.id, ...dd()]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/not active/);
@@ -82,7 +82,7 @@ describe('mockcloud event / events', () => {
     }
     const ended = await runCli(['event', 'end', '--all', ...dd()]);
     expect(ended.stdout.trim()).toBe('ended 2 event(s)');
-    expect(JSON.parse((await runCli(['events', '-j', ...dd()])).stdout)).toEqual([]);
+    expect(jsonLines((await runCli(['events', '-j', ...dd()])).stdout)).toEqual([]);
   }, 60_000);
 
   it('power-loss: both CNs boot again by the dev booter; boot-report and status say how', async () => {

@@ -119,7 +119,7 @@ describe('the README first run, with 127.0.0.1:9163 taken', () => {
         expect(s.servers).toBe(servers + 1); // and the dev DC's headnode server
         const list = await runCli(['list-servers', '--json'], path.join(home, 'elsewhere'));
         expect(list.code, list.stderr).toBe(0);
-        expect((JSON.parse(list.stdout) as unknown[]).length).toBe(servers + 1);
+        expect(list.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toHaveLength(servers + 1);
       } finally {
         expect(await stopDaemon(d)).toBe(0);
       }
@@ -164,7 +164,7 @@ describe('the README first run, with 127.0.0.1:9163 taken', () => {
   it('once the daemon is stopped, the other commands still look where it ran', async () => {
     const list = await runCli(['list-servers', '--json'], path.join(home, 'elsewhere'));
     expect(list.code, list.stderr).toBe(0);
-    const listed = JSON.parse(list.stdout) as { agentAddress: string | null }[];
+    const listed = list.stdout.trim().split('\n').map((l) => JSON.parse(l) as { agentAddress: string | null });
     expect(listed.length).toBe(servers + 1);
     expect(listed.every((s) => s.agentAddress === null)).toBe(true); // read from the data dir: nothing listens
     const status = await runCli(['status'], path.join(home, 'elsewhere'));

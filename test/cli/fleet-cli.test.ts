@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readDaemonJson } from '../../src/daemon/daemon-json.js';
 import { CLI_ENV, MAIN } from './helpers/built-daemon.js';
+import { jsonLines } from './helpers/run-cli.js';
 import { call, cnapiClient, napiClient, vmapiClient, type Client } from '../headnode/helpers/sdc-clients.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -114,7 +115,7 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
   async function listJson(): Promise<Listed[]> {
     const r = await run(['list-servers', '-j', ...dd()]);
     expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as Listed[];
+    return jsonLines<Listed>(r.stdout);
   }
 
   /** The CNs on disk: uuid → admin MAC (from sysinfo.json); and any leftover staging dir. */
@@ -344,7 +345,7 @@ describe('mockcloud CLI against the daemon and its embedded dev headnode', () =>
     const offline = await run(['list-servers', '-j', ...dd()]);
     expect(offline.code).toBe(0);
     expect(offline.stderr).toMatch(/no daemon runs/);
-    const rows = JSON.parse(offline.stdout) as Listed[];
+    const rows = jsonLines<Listed>(offline.stdout);
     expect(rows.map((s) => [s.uuid, s.hostname, s.adminIp])).toEqual(live.map((s) => [s.uuid, s.hostname, s.adminIp]));
     for (const s of rows) {
       expect(s.agentAddress).toBeNull();

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promises as fsp } from 'node:fs';
 import { until } from './helpers/built-daemon.js';
 import { listAll, startDaemon, startHeadnode, tempDir, type CnapiServerView, type Foreground, type NapiNicView } from './helpers/processes.js';
-import { runCli } from './helpers/run-cli.js';
+import { jsonLines, runCli } from './helpers/run-cli.js';
 
 interface Row {
   uuid: string;
@@ -116,7 +116,7 @@ describe('two daemons against one mockcloud headnode', () => {
   it('list-servers --all-daemons shows every mock CN with its daemon; delete-servers --all deletes only its own', async () => {
     const da = await daemonOf(a);
     const db = await daemonOf(b);
-    const all = JSON.parse((await runCli(['list-servers', '--all-daemons', '-j', '--data-dir', a.dataDir])).stdout) as Row[];
+    const all = jsonLines<Row>((await runCli(['list-servers', '--all-daemons', '-j', '--data-dir', a.dataDir])).stdout);
     expect(all).toHaveLength(66);
     expect(all.filter((r) => r.daemon === da)).toHaveLength(30);
     expect(all.filter((r) => r.daemon === db)).toHaveLength(35);
@@ -125,7 +125,7 @@ describe('two daemons against one mockcloud headnode', () => {
     expect(table.stdout.trim().split('\n')).toHaveLength(66);
     expect(table.stdout).toContain(da);
     // This daemon's own listing says which daemon it is.
-    const own = JSON.parse((await runCli(['list-servers', '-j', '--data-dir', a.dataDir])).stdout) as Row[];
+    const own = jsonLines<Row>((await runCli(['list-servers', '-j', '--data-dir', a.dataDir])).stdout);
     expect(own).toHaveLength(30);
     expect(new Set(own.map((r) => r.daemon))).toEqual(new Set([da]));
 

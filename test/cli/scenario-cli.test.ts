@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDuration } from '../../src/scenarios/duration.js';
+import { parseDuration } from '../../src/common/duration.js';
 import { MAIN, startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
 import { eventsAccess, readEventLog, type EventsAccess } from './helpers/events-log.js';
 import { CLI_ENV, runCli, runCommand, shq } from './helpers/run-cli.js';

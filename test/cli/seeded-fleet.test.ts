@@ -8,7 +8,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startBuiltDaemon, type BuiltDaemon } from './helpers/built-daemon.js';
-import { runCli } from './helpers/run-cli.js';
+import { jsonLines, runCli } from './helpers/run-cli.js';
 
 type Obj = Record<string, any>;
 
@@ -39,7 +39,7 @@ async function fleetFrom(seed: string): Promise<{ sysinfo: Map<string, Obj>; row
     expect(own.code, own.stderr).toBe(0);
     const list = await runCli(['list-servers', '-j', ...dd]);
     expect(list.code, list.stderr).toBe(0);
-    return { sysinfo: await sysinfos(daemon.dataDir), rows: JSON.parse(list.stdout) as Obj[] };
+    return { sysinfo: await sysinfos(daemon.dataDir), rows: jsonLines<Obj>(list.stdout) };
   } finally {
     await daemon?.stop();
   }

@@ -63,7 +63,9 @@ describe('server reboot through CNAPI', () => {
 
   it('stops heartbeats and VMs, refuses tasks while down, then boots with a new Boot Time and its autoboot VMs', async () => {
     const listed = await until(
-      async () => (await call<Server[]>(cnapi, 'listServers', {})).find((s) => s.status === 'running' && s.headnode !== true),
+      async () => (await call<Server[]>(cnapi, 'listServers', { extras: 'last_heartbeat' })).find(
+        (s) => s.status === 'running' && s.headnode !== true && typeof s.last_heartbeat === 'string',
+      ),
       30_000,
       'a running server',
     );

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBuiltDaemon, until, type BuiltDaemon } from './helpers/built-daemon.js';
-import { runCli } from './helpers/run-cli.js';
+import { jsonLines, runCli } from './helpers/run-cli.js';
 
 type Obj = Record<string, any>;
 
@@ -72,13 +72,13 @@ describe('mockcloud set-servers', () => {
       expect(r.stderr).toMatch(message);
     }
     expect(await cnapiServer(c)).toMatchObject({ reserved: before.reserved, traits: before.traits });
-    // A mix naming a profile the daemon lacks: exit 1 with the daemon's word, nothing made.
+    // A mix naming a profile the daemon lacks: a usage error (exit 2) in the user's flag, nothing made.
     const unknown = await runCli(['create-servers', '2', '--mix', 'small:1,huge:1', ...dd]);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/unknown hardware profile "huge"/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--mix: no profile "huge" in this daemon; its profiles: .*; nothing was created/);
     const listed = await until(async () => {
       const r = await runCli(['list-servers', '-j', ...dd]);
-      return r.code === 0 ? (JSON.parse(r.stdout) as Obj[]) : undefined;
+      return r.code === 0 ? jsonLines<Obj>(r.stdout) : undefined;
     }, 10_000, 'list-servers');
     expect(listed.map((s) => s.profile).sort()).toEqual(['small', 'small', 'virtual', 'virtual']);
     const status = await runCli(['status', ...dd]);

@@ -156,6 +156,23 @@ describe('machine_* tasks', () => {
       expect(await listTree(cn.cn.paths.vms)).toEqual(before);
     });
 
+    it("fails with node-vmadm's create wording on an invalid value (ram: \"lots\"), creating nothing", async () => {
+      // node-vmadm lib/index.sunos.js create: "vmadm exited with code: 1: <last stderr line>\n..."
+      // then vmadm's stderr: VM.js's bunyan records (VMADM_DEBUG_LEVEL=debug) and its message.
+      const before = await listTree(cn.cn.paths.vms);
+      const params = provisionParams(cn.uuid, { ram: 'lots' });
+      const r = await postTask(cn, 'machine_create', params);
+      expect(r.status).toBe(500);
+      const error = r.body.error as string;
+      const [head, ...rest] = error.split('\n...');
+      expect(head).toMatch(/^vmadm exited with code: 1: Invalid value\(s\) for: ram\b/);
+      const stderrLines = rest.join('\n...').split('\n');
+      expect(JSON.parse(stderrLines[0]!)).toMatchObject({ name: 'vmadm', level: 30, msg: expect.stringMatching(/^Creating VM, original payload:\n/) });
+      expect(stderrLines.at(-1)).toBe(head!.slice('vmadm exited with code: 1: '.length));
+      expect(r.body).not.toHaveProperty('details');
+      expect(await listTree(cn.cn.paths.vms)).toEqual(before);
+    });
+
     it('fails without a UUID in params.uuid, creating nothing', async () => {
       const before = await listTree(cn.cn.paths.vms);
       const r = await postTask(cn, 'machine_create', { ...provisionParams(cn.uuid), uuid: 'not-a-uuid' });
@@ -328,8 +345,28 @@ describe('machine_* tasks', () => {
       const r = await postTask(cn, 'machine_kill', { uuid: params.uuid, signal: 'SIGKILL' });
       expect(r.status).toBe(200);
       expect(r.body.vm.state).toBe('stopped');
-      expect((await postTask(cn, 'machine_kill', { uuid: params.uuid })).status).toBe(500);
+      const again = await postTask(cn, 'machine_kill', { uuid: params.uuid });
+      expect(again.status).toBe(500);
+      expect(again.body).toEqual({ error: 'vmadm.kill error: vmadm exited with code: 1 signal: null' });
       expect((await postTask(cn, 'machine_kill', { uuid: params.uuid, idempotent: true })).status).toBe(200);
+    });
+
+    it("machine_reboot of a stopped VM fails with node-vmadm's exit text, idempotent or not", async () => {
+      // node-vmadm's reboot keeps no error code, so machine_reboot.js's idempotent check
+      // (err.code ENOTRUNNING) never matches: the task fails either way on a real CN.
+      const { params } = await create({ autoboot: false });
+      for (const extra of [{}, { idempotent: true }]) {
+        const r = await postTask(cn, 'machine_reboot', { uuid: params.uuid, ...extra });
+        expect(r.status).toBe(500);
+        expect(r.body).toEqual({ error: 'vmadm.reboot error: vmadm exited with code: 1 signal: null' });
+      }
+      const entry = (await history(cn)).at(-1);
+      const logged = entry.log.find((l: any) => l.message.includes('error executing vmadm'));
+      expect(logged.message[0]).toMatchObject({
+        cmdline: ['/usr/sbin/vmadm', 'reboot', params.uuid],
+        stderrLines: ['Cannot reboot vm from state "stopped", must be "running"'],
+      });
+      expect(cn.cn.vms.get(params.uuid as string)?.state).toBe('stopped');
     });
 
     it('power tasks on a missing VM fail with restCode VmNotFound', async () => {
@@ -419,9 +456,21 @@ describe('machine_* tasks', () => {
 
     it('still refuses a bad value of a real update property', async () => {
       const { params } = await create();
-      const r = await postTask(cn, 'machine_update', { uuid: params.uuid, max_physical_memory: 'lots' });
+      const r = await postTask(cn, 'machine_update', { uuid: params.uuid, ram: 'lots' });
       expect(r.status).toBe(500);
-      expect(r.body.error).toMatch(/^vmadm\.update error: .*max_physical_memory/);
+      // node-vmadm's update: the error is vmadm's stderr, VM.js's bunyan records (VMADM_DEBUG_LEVEL
+      // =debug) then the message vmadm prints last.
+      const lines = (r.body.error as string).split('\n');
+      expect(lines[0]).toMatch(/^vmadm\.update error: \{/);
+      expect(JSON.parse(lines[0]!.slice('vmadm.update error: '.length))).toMatchObject({
+        name: 'vmadm',
+        action: 'update',
+        vm: params.uuid,
+        msg: expect.stringMatching(new RegExp(`^Updating VM ${params.uuid} with initial payload:\n`)),
+      });
+      expect(lines.at(-1)).toMatch(/^Invalid value\(s\) for: ram\b/);
+      expect(r.body).not.toHaveProperty('details');
+      expect(cn.cn.vms.get(params.uuid as string)).toMatchObject({ max_physical_memory: 256 });
       // node-vmadm lib/index.sunos.js update: a missing zone is "VM does not exist" (VmNotFound).
       const missing = await postTask(cn, 'machine_update', { uuid: newUuid(), alias: 'x' });
       expect(missing.body).toMatchObject({ error: 'vmadm.update error: VM does not exist', details: { restCode: 'VmNotFound' } });

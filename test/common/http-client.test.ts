@@ -103,6 +103,92 @@ describe('JsonHttpClient background requests', () => {
   });
 });
 
+describe('JsonHttpClient lanes under load', () => {
+  // Two peers: one (CNAPI's part) whose connections are all taken, one (VMAPI's) for syncs.
+  const peers: { server: http.Server; base: string; held: http.ServerResponse[]; seen: string[] }[] = [];
+
+  beforeEach(async () => {
+    for (let i = 0; i < 2; i++) {
+      const peer = { server: http.createServer(), base: '', held: [] as http.ServerResponse[], seen: [] as string[] };
+      peer.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+        peer.seen.push(req.url ?? '');
+        if (req.url?.startsWith('/hold')) return void peer.held.push(res);
+        res.setHeader('content-type', 'application/json');
+        res.end('{}');
+      });
+      await new Promise<void>((r) => peer.server.listen(0, '127.0.0.1', r));
+      peer.base = `http://127.0.0.1:${(peer.server.address() as AddressInfo).port}`;
+      peers.push(peer);
+    }
+  });
+
+  afterEach(async () => {
+    for (const { server, held } of peers.splice(0)) {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  const until = async (cond: () => boolean, what: string): Promise<void> => {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+    if (!cond()) throw new Error(`timed out waiting for ${what}`);
+  };
+  const answer = (res: http.ServerResponse): void => {
+    res.setHeader('content-type', 'application/json');
+    res.end('{}');
+  };
+
+  it('sends a heartbeat on the hot lane while status reports wait for a connection', async () => {
+    const [cnapi] = peers;
+    const client = new JsonHttpClient({ maxSockets: 2 });
+    try {
+      const reports = Array.from({ length: 5 }, (_, i) => client.request({ method: 'POST', url: `${cnapi!.base}/hold/${i}`, body: {} }));
+      await until(() => cnapi!.held.length === 2, 'both connections taken');
+      expect(client.queued).toBe(3);
+      const beat = await client.request({ method: 'POST', url: `${cnapi!.base}/servers/x/events/heartbeat`, body: {}, hot: true });
+      expect(beat.statusCode).toBe(200);
+      expect(cnapi!.seen.filter((u) => u.startsWith('/hold'))).toHaveLength(2);
+      for (let i = 0; i < 3; i++) {
+        cnapi!.held.splice(0).forEach(answer);
+        await until(() => cnapi!.held.length > 0 || i === 2, 'the next reports');
+      }
+      cnapi!.held.splice(0).forEach(answer);
+      expect(await Promise.all(reports)).toHaveLength(5);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('holds background syncs back while other requests wait for a connection, and lets them go after', async () => {
+    const [cnapi, vmapi] = peers;
+    const client = new JsonHttpClient({ maxSockets: 8, backgroundInFlight: 10 });
+    const reports = Array.from({ length: 9 }, (_, i) => client.request({ method: 'POST', url: `${cnapi!.base}/hold/${i}`, body: {} }));
+    const syncs: Promise<unknown>[] = [];
+    try {
+      await until(() => cnapi!.held.length === 8 && client.queued === 1, 'a report waiting for a connection');
+      for (let i = 0; i < 10; i++) syncs.push(client.request({ method: 'PUT', url: `${vmapi!.base}/hold/${i}`, body: {}, background: true }));
+      await until(() => vmapi!.held.length === 4, 'four syncs');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(vmapi!.held).toHaveLength(4);
+      expect(client.backgroundQueued).toBe(6);
+      // CNAPI answers: nothing waits for a connection any more, the syncs take every one.
+      cnapi!.held.splice(0).forEach(answer);
+      await until(() => cnapi!.held.length === 1, 'the last report');
+      cnapi!.held.splice(0).forEach(answer);
+      await Promise.all(reports);
+      await until(() => vmapi!.held.length === 8, 'a sync on every connection');
+      vmapi!.held.splice(0).forEach(answer);
+      await until(() => vmapi!.held.length === 2, 'the last syncs');
+      vmapi!.held.splice(0).forEach(answer);
+      expect(await Promise.all(syncs)).toHaveLength(10);
+    } finally {
+      client.close();
+      await Promise.allSettled([...reports, ...syncs]);
+    }
+  });
+});
+
 describe('JsonHttpClient deadlines', () => {
   it('fails every request to a peer that accepts but never answers within its deadline, queued ones included', async () => {
     const sockets: import('node:net').Socket[] = [];

@@ -75,7 +75,7 @@ describe('daemon with config-agent and firewaller', () => {
     expect(typeof row.configAgeSeconds).toBe('number');
     expect(row.configStale).toBe(false);
     const metrics = (await control('/metrics')).text;
-    const written = /mockcloud_config_agent_events\{[^}]*event="file_written"[^}]*\} (\d+)/.exec(metrics);
+    const written = /mockcloud_config_agent_events_total\{[^}]*event="file_written"[^}]*\} (\d+)/.exec(metrics);
     expect(Number(written?.[1])).toBeGreaterThanOrEqual(8);
   });
 

@@ -44,9 +44,9 @@ describe('daemon configuration', () => {
     expect(c.datacenterName).toBe('us-east-9');
   });
 
-  it('reads allowExecute (off by default) and bootSeconds (10 by default) like the other settings', async () => {
+  it("reads allowExecute (off by default) and bootSeconds (the timing profile's by default) like the other settings", async () => {
     const d = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });
-    expect([d.allowExecute, d.bootSeconds]).toEqual([false, 10]);
+    expect([d.allowExecute, d.bootSeconds]).toEqual([false, undefined]);
     expect(d.sources).toMatchObject({ allowExecute: 'default', bootSeconds: 'default' });
     await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ allowExecute: true, bootSeconds: 30 }));
     const f = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });

@@ -245,9 +245,10 @@ describe('daemon with vm-agent, net-agent and cmon-agent', () => {
     expect(gzA).not.toEqual(gzB);
     expect(await scrape(ipB, a)).toEqual(gzA);
     expect(await scrape(ipA, b)).toEqual(gzB);
-    // A VM's metrics are found on its own CN's address only.
-    expect((await fetch(`http://${ipA}:${port}/v1/${made[a]}/metrics`)).status).toBe(200);
-    expect((await fetch(`http://${ipA}:${port}/v1/${made[b]}/metrics`)).status).toBe(404);
+    // A VM's metrics are found on its own CN's address only (CMON sends its opts header).
+    const cmonOpts = { headers: { 'x-joyent-cmon-opts': Buffer.from(JSON.stringify({ isCoreZone: false })).toString('base64') } };
+    expect((await fetch(`http://${ipA}:${port}/v1/${made[a]}/metrics`, cmonOpts)).status).toBe(200);
+    expect((await fetch(`http://${ipA}:${port}/v1/${made[b]}/metrics`, cmonOpts)).status).toBe(404);
 
     // The addresses are kept in the data dir and survive a restart.
     const file = JSON.parse(await fsp.readFile(path.join(dataDir, AGENT_IPS_FILE), 'utf8')) as { servers: Record<string, string> };

@@ -166,8 +166,26 @@ describe('GET /metrics', () => {
     // Two CNs and the dev DC's headnode server, all running.
     expect(total(first, 'mockcloud_servers', { state: 'running' })).toBe(3);
     expect(total(first, 'mockcloud_servers', { state: 'offline' })).toBe(0);
-    expect(fleet.samples[0]!.labels).toMatchObject({ datacenter: 'metrics-dc', service: 'mockcloud', instance: daemon.daemonId });
-    expect(first.get('mockcloud_reports_sent')!.type).toBe('counter');
+    // Triton's datacenter and service labels; `instance` is Prometheus's (the target), the daemon
+    // id is on the info metric, to join with (docs/metrics.md).
+    expect(fleet.samples[0]!.labels).toEqual({ datacenter: 'metrics-dc', service: 'mockcloud', state: expect.any(String), profile: expect.any(String) });
+    expect(first.get('mockcloud_daemon_info')!.samples).toEqual([
+      {
+        name: 'mockcloud_daemon_info',
+        labels: { datacenter: 'metrics-dc', service: 'mockcloud', daemon_id: daemon.daemonId, version: expect.stringMatching(/^\d+\.\d+\.\d+$/), git_sha: expect.any(String) },
+        value: 1,
+      },
+    ]);
+    // The lateness buckets resolve a heartbeat that waited a scheduler slice (well under 1 ms)
+    // up to a slow-heartbeat's seconds, no step wider than 2.5x.
+    const bounds = first
+      .get('mockcloud_heartbeat_lateness_seconds')!
+      .samples.filter((x) => x.name.endsWith('_bucket') && x.labels.le !== '+Inf')
+      .map((x) => Number(x.labels.le));
+    expect(bounds[0]).toBeLessThanOrEqual(0.0001);
+    expect(bounds[bounds.length - 1]).toBeGreaterThanOrEqual(30);
+    for (let i = 1; i < bounds.length; i++) expect(bounds[i]! / bounds[i - 1]!).toBeLessThanOrEqual(2.5);
+    expect(first.get('mockcloud_reports_sent_total')!.type).toBe('counter');
     expect(first.get('mockcloud_heartbeat_lateness_seconds')!.type).toBe('histogram');
     for (const name of ['process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'mockcloud_event_loop_delay_p99_seconds']) {
       expect(total(first, name), name).toBeGreaterThanOrEqual(0);
@@ -175,7 +193,7 @@ describe('GET /metrics', () => {
     }
     expect(total(first, 'process_resident_memory_bytes')).toBeGreaterThan(0);
 
-    const beats = (f: Map<string, Family>): number => total(f, 'mockcloud_reports_sent', { api: 'cnapi', kind: 'heartbeat' });
+    const beats = (f: Map<string, Family>): number => total(f, 'mockcloud_reports_sent_total', { api: 'cnapi', kind: 'heartbeat' });
     const lateness = (f: Map<string, Family>): number =>
       total(f, 'mockcloud_heartbeat_lateness_seconds', {}, 'mockcloud_heartbeat_lateness_seconds_count');
     const cnapiPosts = (f: Map<string, Family>): number =>
@@ -205,17 +223,17 @@ describe('GET /metrics', () => {
     });
     expect(res.status, await res.text()).toBe(200);
     const m = await scrape();
-    expect(total(m, 'mockcloud_tasks_completed', { task: 'nop', outcome: 'succeeded' })).toBe(1);
+    expect(total(m, 'mockcloud_tasks_completed_total', { task: 'nop', outcome: 'succeeded' })).toBe(1);
     expect(total(m, 'mockcloud_task_duration_seconds', { task: 'nop' }, 'mockcloud_task_duration_seconds_count')).toBe(1);
     expect(total(m, 'mockcloud_tasks_in_flight')).toBe(0);
-    expect(m.has('mockcloud_tasks_refused')).toBe(true);
+    expect(m.has('mockcloud_tasks_refused_total')).toBe(true);
     // The bounds an operator set (issue 15: shown in /status and the metrics).
     expect(total(m, 'mockcloud_task_limit', { bound: 'in_flight' })).toBe(100);
     expect(total(m, 'mockcloud_task_limit', { bound: 'per_server' })).toBe(10);
     expect(total(m, 'mockcloud_task_limit', { bound: 'queued' })).toBe(1000);
     expect(total(m, 'mockcloud_agent_connections_limit')).toBe(2000);
     expect(total(m, 'mockcloud_agent_connections')).toBeGreaterThanOrEqual(0);
-    expect(m.has('mockcloud_agent_connections_closed')).toBe(true);
+    expect(m.has('mockcloud_agent_connections_closed_total')).toBe(true);
 
     // A task cn-agent does not know is refused before it runs.
     const unknown = await fetch(`http://${cn.agentAddress!.ip}:${cn.agentAddress!.port}/tasks`, {
@@ -224,7 +242,7 @@ describe('GET /metrics', () => {
       body: JSON.stringify({ task: 'no_such_task', params: {} }),
     });
     expect(unknown.status).toBe(404);
-    expect(total(await scrape(), 'mockcloud_tasks_refused', { reason: 'unknown_task' })).toBe(1);
+    expect(total(await scrape(), 'mockcloud_tasks_refused_total', { reason: 'unknown_task' })).toBe(1);
   });
 
   async function startEvent(body: Record<string, unknown>): Promise<string> {
@@ -243,9 +261,9 @@ describe('GET /metrics', () => {
     const during = await scrape();
     expect(total(during, 'mockcloud_servers', { state: 'offline' })).toBe(1);
     expect(total(during, 'mockcloud_servers', { state: 'running' })).toBe(2);
-    expect(total(during, 'mockcloud_events_started', { type: 'offline', source: 'scenario' })).toBe(1);
+    expect(total(during, 'mockcloud_events_started_total', { type: 'offline', source: 'scenario' })).toBe(1);
     expect(total(during, 'mockcloud_events_active', { type: 'offline' })).toBe(1);
-    expect(total(during, 'mockcloud_scenario_steps_applied', { action: 'event' })).toBe(1);
+    expect(total(during, 'mockcloud_scenario_steps_applied_total', { action: 'event' })).toBe(1);
 
     const end = await fetch(`${daemon.controlAddress.url}/events/${id}`, { method: 'DELETE' });
     expect(end.status).toBe(200);
@@ -254,11 +272,11 @@ describe('GET /metrics', () => {
     const after = await scrape();
     expect(total(after, 'mockcloud_servers', { state: 'offline' })).toBe(0);
     expect(total(after, 'mockcloud_servers', { state: 'running' })).toBe(3);
-    expect(total(after, 'mockcloud_events_ended', { type: 'offline', reason: 'deleted' })).toBe(1);
+    expect(total(after, 'mockcloud_events_ended_total', { type: 'offline', reason: 'deleted' })).toBe(1);
     expect(total(after, 'mockcloud_events_active')).toBe(0);
 
     // Cut off the network, the CN runs on: partitioned; its heartbeats fail as timeouts.
-    const failedBeats = (f: Map<string, Family>): number => total(f, 'mockcloud_reports_failed', { api: 'cnapi', kind: 'heartbeat' });
+    const failedBeats = (f: Map<string, Family>): number => total(f, 'mockcloud_reports_failed_total', { api: 'cnapi', kind: 'heartbeat' });
     const timeouts = (f: Map<string, Family>): number => total(f, 'mockcloud_outbound_requests_completed', { api: 'cnapi', status_code: 'timeout' });
     const before = await scrape();
     const cut = await startEvent({ type: 'partition', target: { servers: [cns[0]] } });
@@ -273,7 +291,7 @@ describe('GET /metrics', () => {
       'a partitioned CN\'s heartbeat failing as a timeout',
     );
     expect(total(cutOff, 'mockcloud_servers_failing', { kind: 'heartbeat' })).toBeGreaterThanOrEqual(1);
-    expect(total(cutOff, 'mockcloud_errors', { kind: 'cnapi.heartbeat' })).toBeGreaterThanOrEqual(1);
+    expect(total(cutOff, 'mockcloud_errors_total', { kind: 'cnapi.heartbeat' })).toBeGreaterThanOrEqual(1);
     expect((await fetch(`${daemon.controlAddress.url}/events/${cut}`, { method: 'DELETE' })).status).toBe(200);
 
     // Late heartbeats (slow-heartbeat: 300 ms after their interval) land in the upper buckets.
@@ -290,7 +308,7 @@ describe('GET /metrics', () => {
     let rebooting = await scrape();
     await waitFor(async () => total((rebooting = await scrape()), 'mockcloud_servers', { state: 'rebooting' }) === 1, 5000, 'a CN rebooting');
     expect(total(rebooting, 'mockcloud_servers', { state: 'partitioned' })).toBe(0);
-    expect(total(rebooting, 'mockcloud_events_started', { source: 'api' })).toBe(3);
+    expect(total(rebooting, 'mockcloud_events_started_total', { source: 'api' })).toBe(3);
   });
 
   it('answers a bad Host, an unknown path and another method as the control API does', async () => {

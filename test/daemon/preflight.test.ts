@@ -19,6 +19,7 @@ import { parseHeadnodePorts, type RawSettings } from '../../src/daemon/settings.
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { preflight } from '../../src/daemon/preflight.js';
+import { pinnablePorts } from '../common/helpers/ports.js';
 
 let tmp: string;
 let dataDir: string;
@@ -33,19 +34,6 @@ async function holdPort(ip = '127.0.0.1'): Promise<number> {
   });
   held.push(server);
   return (server.address() as net.AddressInfo).port;
-}
-
-/** Ports free right now (listened on, then let go), for a daemon to pin. */
-async function freePorts(n: number): Promise<number[]> {
-  const servers: net.Server[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = net.createServer();
-    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', () => resolve()));
-    servers.push(s);
-  }
-  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
 }
 
 function config(flags: RawSettings, env: NodeJS.ProcessEnv = {}): Promise<DaemonConfig> {
@@ -100,7 +88,7 @@ describe('preflight: cmon-agent port', () => {
   });
 
   it('a free port is kept as it is, with nothing to say', async () => {
-    const [port] = await freePorts(1);
+    const [port] = await pinnablePorts(1);
     const c = await config({ cmonPort: port! });
     const r = await preflight(c, { devMode: false });
     expect(r.config.cmonPort).toBe(port);
@@ -117,7 +105,7 @@ describe('preflight: other addresses and the data dir', () => {
 
   it('a taken pinned headnode port is refused naming --headnode-ports', async () => {
     const port = await holdPort();
-    const [a, b, d, e] = await freePorts(4);
+    const [a, b, d, e] = await pinnablePorts(4);
     const c = await config({ headnodePorts: `${a},${b},${port},${d},${e}`, cmonPort: 0 });
     await expect(preflight(c, { devMode: true })).rejects.toThrow(new RegExp(`dev headnode's NAPI cannot listen on 127\\.0\\.0\\.1:${port}.*--headnode-ports`));
   });
@@ -141,17 +129,18 @@ describe('preflight: other addresses and the data dir', () => {
 });
 
 describe('--headnode-ports', () => {
-  it('takes a base port (CNAPI, VMAPI, NAPI, IMGAPI, SAPI, FWAPI and its updates in a row), five ports or seven, and refuses the rest', () => {
-    expect(parseHeadnodePorts('24000')).toEqual({ cnapi: 24000, vmapi: 24001, napi: 24002, imgapi: 24003, sapi: 24004, fwapi: 24005, fwapiFast: 24006 });
+  it('takes a base port (CNAPI, VMAPI, NAPI, IMGAPI, SAPI, FWAPI and its updates, PAPI in a row), five ports, seven or eight, and refuses the rest', () => {
+    expect(parseHeadnodePorts('24000')).toEqual({ cnapi: 24000, vmapi: 24001, napi: 24002, imgapi: 24003, sapi: 24004, fwapi: 24005, fwapiFast: 24006, papi: 24007 });
     expect(parseHeadnodePorts('1,2,3,4,5,6,7')).toEqual({ cnapi: 1, vmapi: 2, napi: 3, imgapi: 4, sapi: 5, fwapi: 6, fwapiFast: 7 });
+    expect(parseHeadnodePorts('1,2,3,4,5,6,7,8')).toEqual({ cnapi: 1, vmapi: 2, napi: 3, imgapi: 4, sapi: 5, fwapi: 6, fwapiFast: 7, papi: 8 });
     expect(parseHeadnodePorts('5001, 5002,5003 ,5000,5004')).toEqual({ cnapi: 5001, vmapi: 5002, napi: 5003, imgapi: 5000, sapi: 5004 });
-    for (const bad of ['0', '65532', 'x', '1,2,3', '1,2,3,4', '1,1,2,3,4', '1,2,3,4,70000']) {
+    for (const bad of ['0', '65529', 'x', '1,2,3', '1,2,3,4', '1,2,3,4,5,6', '1,2,3,4,5,6,7,8,9', '1,1,2,3,4', '1,2,3,4,70000']) {
       expect(() => parseHeadnodePorts(bad), bad).toThrow(/--headnode-ports/);
     }
   });
 
-  it('pins the dev headnode: a restarted daemon answers on the same seven addresses', async () => {
-    const ports = await freePorts(7);
+  it('pins the dev headnode: a restarted daemon answers on the same eight addresses', async () => {
+    const ports = await pinnablePorts(8);
     const start = async () => {
       const c = await config({ headnodePorts: ports.join(','), cmonPort: 0, controlPort: 0 });
       const d = new Daemon({ config: c, log: createQuietLogger(), embeddedHeadnode: {} });
@@ -169,6 +158,7 @@ describe('--headnode-ports', () => {
       expect(urls.sapi).toBe(`http://127.0.0.1:${ports[4]}`);
       expect(urls.fwapi).toBe(`http://127.0.0.1:${ports[5]}`);
       expect(urls.fwapiFast).toBe(`tcp://127.0.0.1:${ports[6]}`);
+      expect(urls.papi).toBe(`http://127.0.0.1:${ports[7]}`);
       const ping = await fetch(`${second.config.urls.cnapi}/ping`);
       expect(ping.status).toBe(200);
     } finally {

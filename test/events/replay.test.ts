@@ -38,7 +38,6 @@ async function run(seed: string | undefined, uuids: string[]): Promise<unknown[]
     ...(seed !== undefined ? { seed } : {}),
     urls: {},
     fleet: { list: () => [...cns].reverse(), get: (u) => cns.find((c) => c.uuid === u) },
-    bootMs: 0,
   });
   await engine.start();
   try {

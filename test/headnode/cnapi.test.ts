@@ -537,7 +537,9 @@ describe('dev headnode CNAPI', () => {
       const si = sysinfo(server, env.agent);
       const updated = structuredClone(si);
       updated['Network Interfaces'].dnet1['NIC Names'] = ['external', 'storage'];
-      env.agent.answers.set('server_update_nics', { status: 200, body: { sysinfo: updated } });
+      // The real task finishes with {}: the workflow's sysinfo refresh brings the new tags.
+      env.agent.answers.set('server_update_nics', { status: 200, body: {} });
+      env.agent.answers.set('server_sysinfo', { status: 200, body: { sysinfo: updated } });
       try {
         const res = await raw<{ job_uuid: string }>(env.client, 'put', `/servers/${server}/nics`, {
           action: 'update',
@@ -559,6 +561,7 @@ describe('dev headnode CNAPI', () => {
         expect(env.peers.nicTags.has('storage')).toBe(true);
       } finally {
         env.agent.answers.delete('server_update_nics');
+        env.agent.answers.delete('server_sysinfo');
       }
       const bad = await rawError(env.client, 'put', `/servers/${server}/nics`, { action: 'paint', nics: [] });
       expect(bad.statusCode).toBe(500);

@@ -13,19 +13,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createQuietLogger } from '../../src/common/log.js';
 import { Headnode } from '../../src/headnode/index.js';
+import { DEFAULT_HEADNODE_ADMIN_UUID } from '../../src/headnode/napi/service.js';
 import { call, closeClient, cnapiClient, napiClient, vmapiClient, type Client } from './helpers/sdc-clients.js';
+import { pinnablePorts } from '../common/helpers/ports.js';
 import { http } from './helpers/napi-env.js';
 
 const require = createRequire(import.meta.url);
 const { IMGAPI } = require('sdc-clients') as { IMGAPI: new (o: object) => Client };
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 describe('dev headnode', () => {
   const cleanup: (() => Promise<void>)[] = [];
@@ -43,12 +37,12 @@ describe('dev headnode', () => {
     return { dataDir, hn, make };
   }
 
-  it("writes headnode.json with the six addresses, FWAPI's update stream and booter's, and each one answers", async () => {
+  it("writes headnode.json with the seven addresses, FWAPI's update stream and booter's, and each one answers", async () => {
     const { dataDir, hn } = await setup();
     const urls = await hn.start();
     const { booter, ...file } = JSON.parse(await readFile(path.join(dataDir, 'headnode.json'), 'utf8'));
     expect(file).toEqual(urls);
-    expect(Object.keys(file).sort()).toEqual(['cnapi', 'fwapi', 'fwapiFast', 'imgapi', 'napi', 'sapi', 'vmapi']);
+    expect(Object.keys(file).sort()).toEqual(['cnapi', 'fwapi', 'fwapiFast', 'imgapi', 'napi', 'papi', 'sapi', 'vmapi']);
     for (const [k, u] of Object.entries(file)) expect(u).toMatch(k === 'fwapiFast' ? /^tcp:\/\/127\.0\.0\.1:\d+$/ : /^http:\/\/127\.0\.0\.1:\d+$/);
     // Booter: DHCP on a loopback UDP port, its boot files over HTTP (none for an unknown MAC).
     expect(booter).toEqual({ dhcp: { ip: '127.0.0.1', port: expect.any(Number) }, http: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
@@ -68,6 +62,10 @@ describe('dev headnode', () => {
       const ping = await fetch(`${file.sapi}/ping`);
       expect(ping.status).toBe(200);
       expect(await ping.json()).toMatchObject({ mode: 'full', storAvailable: true });
+      // PAPI's ping (sdc-papi lib/papi.js) and a fresh DC's packages.
+      expect(await (await fetch(`${file.papi}/ping`)).json()).toMatchObject({ backend: 'up' });
+      const sdc128 = await (await fetch(`${file.papi}/packages?name=sdc_128`)).json();
+      expect(sdc128).toMatchObject([{ uuid: '73a1ca34-1e30-48c7-8681-70314a9c67d3', owner_uuids: ['930896af-bf8c-48d4-885c-6573a94b1853'] }]);
     } finally {
       for (const c of [cnapi, vmapi, napi, imgapi]) closeClient(c);
     }
@@ -98,7 +96,8 @@ describe('dev headnode', () => {
   });
 
   it('listens on configured ports', async () => {
-    const ports = { napi: await freePort(), imgapi: await freePort() };
+    const [napi, imgapi] = await pinnablePorts(2);
+    const ports = { napi: napi!, imgapi: imgapi! };
     const { hn } = await setup({ ports });
     const urls = await hn.start();
     expect(urls.napi).toBe(`http://127.0.0.1:${ports.napi}`);
@@ -110,7 +109,7 @@ describe('dev headnode', () => {
     const { dataDir, hn, make } = await setup();
     const first = await hn.start();
     let napi = napiClient(first.napi);
-    const nic = await call(napi, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    const nic = await call(napi, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: DEFAULT_HEADNODE_ADMIN_UUID });
     closeClient(napi);
     await hn.stop();
     await expect(access(path.join(dataDir, 'headnode.json'))).rejects.toThrow();
@@ -132,7 +131,7 @@ describe('dev headnode', () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     cleanup.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
-    const napiPort = await freePort();
+    const napiPort = (await pinnablePorts(1))[0]!;
     // NAPI starts first and gets its port; IMGAPI's is taken.
     const ports = { napi: napiPort, imgapi: (blocker.address() as net.AddressInfo).port };
     const { dataDir, hn } = await setup({ ports });

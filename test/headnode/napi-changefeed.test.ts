@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_HEADNODE_ADMIN_UUID } from '../../src/headnode/napi/service.js';
 import { call } from './helpers/sdc-clients.js';
 import { FeedClient } from './helpers/feed-client.js';
 import { http, startNapi, type NapiEnv } from './helpers/napi-env.js';
@@ -72,7 +73,7 @@ describe('dev NAPI changefeed', () => {
 
     const cn = randomUUID();
     const vm = randomUUID();
-    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: vm, owner_uuid: randomUUID(), cn_uuid: cn });
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: vm, owner_uuid: DEFAULT_HEADNODE_ADMIN_UUID, cn_uuid: cn });
     const created = await feed.next();
     expect(created).toMatchObject({
       changeKind: { resource: 'nic', subResources: ['create'] },
@@ -140,7 +141,7 @@ describe('dev NAPI changefeed', () => {
     const fresh = await connect('~2');
     fresh.send(reg);
     await fresh.next();
-    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: randomUUID() });
+    const nic = await call(env.client, 'provisionNic', 'admin', { belongs_to_type: 'zone', belongs_to_uuid: randomUUID(), owner_uuid: DEFAULT_HEADNODE_ADMIN_UUID });
     expect((await fresh.next()).changedResourceId).toBe(nic.mac);
     // The replaced socket is no longer served (fresh got its item, so old's would be queued by now).
     await expect(old.next(300)).rejects.toThrow('no changefeed message arrived');

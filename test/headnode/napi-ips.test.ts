@@ -170,7 +170,8 @@ describe('dev NAPI IPs, search and network checks', () => {
     });
     const fabric = await http(`${env.url}/fabrics/${owner}/vlans`);
     expect(fabric.status).toBe(428);
-    expect(fabric.body).toEqual({ code: 'PreconditionRequired', message: 'overlay networking is not enabled' });
+    // sdc-napi lib/endpoints/fabrics/common.js: restify 4's PreconditionRequiredError.
+    expect(fabric.body).toEqual({ code: 'PreconditionRequiredError', message: 'overlay networking is not enabled' });
   });
 
   it('sizes HEAD answers as a GET would be (restify 4)', async () => {

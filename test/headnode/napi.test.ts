@@ -19,6 +19,12 @@ function zoneNic(owner: string, vm: string, extra: Record<string, unknown> = {})
   return { belongs_to_type: 'zone', belongs_to_uuid: vm, owner_uuid: owner, ...extra };
 }
 
+/** A NIC on `admin` for any owner: the admin network is the admin user's, so tests about
+ * other things than ownership skip NAPI's owner check, as its `check_owner` allows. */
+function adminNic(owner: string, vm: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return zoneNic(owner, vm, { check_owner: false, ...extra });
+}
+
 describe('dev NAPI', () => {
   let env: NapiEnv;
 
@@ -57,6 +63,19 @@ describe('dev NAPI', () => {
     const external = await call(env.client, 'listNetworks', { nic_tag: 'external' });
     expect(external.map((n: { name: string }) => n.name)).toEqual(['external']);
     expect(external[0].vlan_id).toBe(0);
+  });
+
+  it('keeps the admin network for the admin user, as a fresh DC seeds it (node-sdc-clients "get unprovisionable network")', async () => {
+    const admin = await call(env.client, 'getNetwork', 'admin');
+    expect(admin.owner_uuids).toEqual([ADMIN]);
+    const refused = await callError(env.client, 'getNetwork', admin.uuid, { params: { provisionable_by: randomUUID() } });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.body).toEqual({ code: 'NotAuthorized', message: 'owner cannot provision on network' });
+    expect(await call(env.client, 'getNetwork', admin.uuid, { params: { provisionable_by: ADMIN } })).toMatchObject({ uuid: admin.uuid });
+    // The external network stays open to every owner.
+    const [external] = await call(env.client, 'listNetworks', { name: 'external' });
+    expect(external.owner_uuids).toBeUndefined();
+    expect(await call(env.client, 'getNetwork', external.uuid, { params: { provisionable_by: randomUUID() } })).toMatchObject({ name: 'external' });
   });
 
   it('creates nic tags and refuses duplicates the way CNAPI expects (422 Duplicate on name)', async () => {
@@ -105,7 +124,7 @@ describe('dev NAPI', () => {
     const admin = await call(env.client, 'getNetwork', 'admin');
     const owner = randomUUID();
     const nics = await Promise.all(
-      Array.from({ length: 25 }, () => call(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()))),
+      Array.from({ length: 25 }, () => call(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()))),
     );
     const ips = nics.map((n) => n.ip as string);
     expect(new Set(ips).size).toBe(ips.length);
@@ -159,9 +178,9 @@ describe('dev NAPI', () => {
 
   it('does not hand a just-freed address out again while never-used ones remain', async () => {
     const owner = randomUUID();
-    const first = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()));
+    const first = await call(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()));
     await call(env.client, 'deleteNic', first.mac);
-    const second = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()));
+    const second = await call(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()));
     expect(second.ip).not.toBe(first.ip);
     expect((await call(env.client, 'getIP', first.network_uuid, first.ip)).free).toBe(true);
   });
@@ -197,11 +216,11 @@ describe('dev NAPI', () => {
     expect(noNet.body?.errors?.[0]).toMatchObject({ field: 'network_uuid', message: 'network does not exist' });
 
     const admin = await call(env.client, 'getNetwork', 'admin');
-    const outside = await callError(env.client, 'createNic', '90:b8:d0:00:00:02', zoneNic(owner, randomUUID(), { network_uuid: admin.uuid, ip: '10.1.2.3' }));
+    const outside = await callError(env.client, 'createNic', '90:b8:d0:00:00:02', adminNic(owner, randomUUID(), { network_uuid: admin.uuid, ip: '10.1.2.3' }));
     expect(outside.body?.errors?.[0]).toMatchObject({ field: 'ip', code: 'InvalidParameter' });
 
-    const holder = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()));
-    const taken = await callError(env.client, 'createNic', '90:b8:d0:00:00:03', zoneNic(owner, randomUUID(), { network_uuid: admin.uuid, ip: holder.ip }));
+    const holder = await call(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()));
+    const taken = await callError(env.client, 'createNic', '90:b8:d0:00:00:03', adminNic(owner, randomUUID(), { network_uuid: admin.uuid, ip: holder.ip }));
     expect(taken.statusCode).toBe(422);
     expect(taken.body?.errors?.[0]).toMatchObject({ field: 'ip', code: 'UsedBy', type: 'zone', id: holder.belongs_to_uuid });
 
@@ -240,7 +259,7 @@ describe('dev NAPI', () => {
 
   it('serves /nics/:mac in colon-free, colon and dash forms with an Etag, and honours If-Match', async () => {
     const owner = randomUUID();
-    const created = await callRes(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()));
+    const created = await callRes(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()));
     const mac = created.body.mac as string;
     const etag = created.headers.etag as string;
     expect(etag).toMatch(/^\w+$/);
@@ -302,14 +321,14 @@ describe('dev NAPI', () => {
     const admin = await call(env.client, 'getNetwork', 'admin');
     const owner = randomUUID();
     const vm = randomUUID();
-    const nic = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, vm));
+    const nic = await call(env.client, 'provisionNic', 'admin', adminNic(owner, vm));
 
     const moved = await call(env.client, 'updateNic', nic.mac, { ip: '10.99.250.1' });
     expect(moved).toMatchObject({ ip: '10.99.250.1', network_uuid: admin.uuid });
     expect((await call(env.client, 'getIP', admin.uuid, nic.ip)).free).toBe(true);
     expect(await call(env.client, 'getIP', admin.uuid, '10.99.250.1')).toMatchObject({ belongs_to_uuid: vm, free: false });
 
-    const other = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, randomUUID()));
+    const other = await call(env.client, 'provisionNic', 'admin', adminNic(owner, randomUUID()));
     const clash = await callError(env.client, 'updateNic', nic.mac, { ip: other.ip });
     expect(clash.statusCode).toBe(422);
     expect(clash.body?.errors?.[0]).toMatchObject({ field: 'ip', code: 'UsedBy', id: other.belongs_to_uuid });
@@ -347,7 +366,7 @@ describe('dev NAPI', () => {
   it('keeps one primary NIC per owner', async () => {
     const owner = randomUUID();
     const vm = randomUUID();
-    const a = await call(env.client, 'provisionNic', 'admin', zoneNic(owner, vm, { primary: true }));
+    const a = await call(env.client, 'provisionNic', 'admin', adminNic(owner, vm, { primary: true }));
     const [external] = await call(env.client, 'listNetworks', { name: 'external' });
     // Only `admin` resolves by name; other networks go by uuid.
     expect((await callError(env.client, 'provisionNic', 'external', zoneNic(owner, vm))).body?.errors?.[0]).toMatchObject({ field: 'network_uuid', message: 'invalid UUID' });
@@ -364,10 +383,10 @@ describe('dev NAPI', () => {
     const cn = randomUUID();
     const external = await call(env.client, 'getNetwork', (await call(env.client, 'listNetworks', { name: 'external' }))[0].uuid);
     const made = [
-      await call(env.client, 'provisionNic', 'admin', zoneNic(ownerA, vm1, { cn_uuid: cn, state: 'running' })),
+      await call(env.client, 'provisionNic', 'admin', adminNic(ownerA, vm1, { cn_uuid: cn, state: 'running' })),
       await call(env.client, 'provisionNic', external.uuid, zoneNic(ownerA, vm1, { cn_uuid: cn })),
-      await call(env.client, 'provisionNic', 'admin', zoneNic(ownerA, vm2, { state: 'stopped' })),
-      await call(env.client, 'provisionNic', 'admin', zoneNic(ownerB, randomUUID())),
+      await call(env.client, 'provisionNic', 'admin', adminNic(ownerA, vm2, { state: 'stopped' })),
+      await call(env.client, 'provisionNic', 'admin', adminNic(ownerB, randomUUID())),
     ];
     const macs = (nics: { mac: string }[]) => nics.map((n) => n.mac).sort();
 

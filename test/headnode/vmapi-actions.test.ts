@@ -120,4 +120,30 @@ describe('dev VMAPI writes as sdc-vmapi answers them', () => {
       message: `Job with uuid '${id}' does not exist`,
     });
   });
+
+  it('refuses to migrate a core instance with 412 before anything else, as lib/vm-migration/migrate.js does', async () => {
+    const { vm_uuid: core } = await provision(env, { tags: { smartdc_type: 'core', smartdc_role: 'assets' } });
+    const migrate = (uuid: string, query: string) => rawError(env.vm, 'post', `/vms/${uuid}?action=migrate&${query}`, {});
+    // sdc-vmapi test/vms.migrate.test.js bad_migrate_core_zone.
+    const refused = await migrate(core, 'migration_action=begin');
+    expect(refused.statusCode).toBe(412);
+    expect(refused.body).toEqual({ code: 'PreconditionFailed', message: 'Cannot migrate a core instance' });
+    expect((await migrate(core, 'migration_action=estimate')).statusCode).toBe(412);
+    // validateMigrationBegin's earlier checks come first.
+    expect((await migrate(core, 'migration_action=begin&override_uuid=nope')).body).toEqual({
+      code: 'ValidationFailed',
+      message: 'Invalid parameters: override_uuid (nope) is not a valid UUID',
+      errors: [{ field: 'override_uuid', code: 'Invalid', message: 'Invalid UUID' }],
+    });
+    expect((await migrate(core, `migration_action=begin&owner_uuid=${OWNER}`)).body).toEqual({
+      code: 'PreconditionFailed',
+      message: 'User migration on this VM not allowed',
+    });
+    // Without a migration record, other actions find none; a bad action is refused first.
+    expect((await migrate(core, 'migration_action=sync')).body).toEqual({ code: 'ResourceNotFound', message: 'migration not found' });
+    expect((await migrate(core, 'migration_action=fly')).body).toEqual({ code: 'InvalidArgument', message: 'Invalid migration action' });
+    // A NAT zone may move: the dev headnode then says it cannot.
+    const { vm_uuid: nat } = await provision(env, { tags: { smartdc_type: 'core', smartdc_role: 'nat' } });
+    expect((await migrate(nat, 'migration_action=begin')).statusCode).toBe(501);
+  });
 });

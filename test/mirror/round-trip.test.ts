@@ -29,6 +29,7 @@ const OWNER2 = '6c7f5a8d-2e3f-4b4c-9dae-1f2a3b4c5d6e';
 const BASE_IMAGE = 'cb4ad938-37d4-5d50-b4e9-7c02c6799ffd';
 const UBUNTU_IMAGE = '083f0682-c577-5b7d-8717-6e09e1f447bb';
 const LX_IMAGE = newUuid();
+const CUSTOM_PACKAGE = newUuid();
 /** What A's customers wrote: none of it may be in a redacted capture. */
 const SECRETS = ['alias-secret-web0', 'alias-secret-lx0', 'alias-secret-bh0', 'alias-secret-kvm0', 'alias-secret-res0', 'meta-secret-1', 'meta-secret-2', 'tag-secret-db', 'tag-secret-team'];
 
@@ -162,6 +163,12 @@ describe('mirror capture and load, daemon A to daemon B', () => {
     await ok('PUT', `${imgapi}/images/${LX_IMAGE}/file?compression=gzip`, zlib.gzipSync(Buffer.from('lx')));
     await ok('POST', `${imgapi}/images/${LX_IMAGE}?action=activate`);
 
+    // A customer's package in A's PAPI (beside a fresh DC's sdc_* and sample-* ones).
+    await ok('POST', `${a.daemon.urls.papi}/packages`, {
+      uuid: CUSTOM_PACKAGE, name: 'mc-mirror-4G', version: '1.0.0', active: true, cpu_cap: 400, max_lwps: 4000,
+      max_physical_memory: 4096, max_swap: 8192, quota: 102400, zfs_io_priority: 100, owner_uuids: [OWNER],
+    });
+
     // VMs of four brands, in both states, through A's VMAPI.
     const [small0, small1] = byProfile('small');
     const vmsMade = await Promise.all([
@@ -217,6 +224,13 @@ describe('mirror capture and load, daemon A to daemon B', () => {
     expect(loadReport.counts.vm).toEqual({ created: 5, existing: 0, failed: 0, skipped: 0 });
     expect(loadReport.counts.network).toMatchObject({ created: 3, existing: 1, failed: 0 });
     expect(loadReport.counts.image).toMatchObject({ created: 1, failed: 0 });
+    // Packages, into B's dev PAPI without --papi-url: the sdc_* ones B has (a DC's fixed
+    // uuids), A's sample-* ones and its customer's package made with their uuids.
+    expect(loadReport.counts.package).toEqual({ created: 14, existing: 12, failed: 0, skipped: 0 });
+    const custom = await ok('GET', `${b.daemon.urls.papi}/packages/${CUSTOM_PACKAGE}`);
+    expect(custom).toMatchObject({ name: 'mc-mirror-4G', max_physical_memory: 4096, quota: 102400, cpu_cap: 400 });
+    expect(custom.owner_uuids).toHaveLength(1);
+    expect(custom.owner_uuids[0]).not.toBe(OWNER);
     // Every VM NIC checked in B's NAPI after its VM was made.
     const vmNics = [...(await vms(a)).values()].reduce((n, v) => n + v.nics.length, 0);
     expect(loadReport.counts.nic).toMatchObject({ existing: vmNics, failed: 0 });
@@ -341,7 +355,7 @@ describe('mirror capture and load, daemon A to daemon B', () => {
     const file = path.join(tmp, 'small-pages.gz');
     {
       const header = await captureDc({
-        urls: { cnapi: a.daemon.urls.cnapi, vmapi: a.daemon.urls.vmapi, napi: a.daemon.urls.napi, imgapi: a.daemon.urls.imgapi },
+        urls: { cnapi: a.daemon.urls.cnapi, vmapi: a.daemon.urls.vmapi, napi: a.daemon.urls.napi, imgapi: a.daemon.urls.imgapi, papi: a.daemon.urls.papi },
         output: file,
         vmStates: ['running', 'stopped'],
         redact: false,

@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { extract as tarExtract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonLines } from '../cli/helpers/run-cli.js';
 import { makeFakeWorld, writeFake, type FakeWorld } from './helpers/fake-commands.js';
 import { REPO_ROOT, run } from './helpers/run.js';
 import { findAll } from './helpers/service-bundle-dtd.js';
@@ -270,7 +271,8 @@ exit 0`,
     expect(ensure.code, `${ensure.stdout}\n${ensure.stderr}\n--- daemon:\n${await daemonLog()}`).toBe(0);
     const listed = await login('mockcloud list-servers --json');
     expect(listed.code, listed.stderr).toBe(0);
-    const servers = JSON.parse(listed.stdout) as { uuid: string; headnode: boolean; agentAddress: string | null }[];
+    // One JSON object per line, as node-triton's list commands print them.
+    const servers = jsonLines<{ uuid: string; headnode: boolean; agentAddress: string | null }>(listed.stdout);
     expect(servers.filter((s) => !s.headnode)).toHaveLength(5);
     expect(servers.every((s) => s.agentAddress !== null)).toBe(true);
     // The DC's CNAPI knows them.

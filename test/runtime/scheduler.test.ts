@@ -49,4 +49,25 @@ describe('Scheduler', () => {
     expect(armed).toBeLessThan(runs / 2);
     expect(s.size).toBe(200);
   });
+
+  it('runs a hot job (a heartbeat) ahead of every other job due, however many fell due before it', async () => {
+    scheduler = new Scheduler();
+    const s = scheduler;
+    s.start();
+    const ran: string[] = [];
+    // A burst of task waits due at once (each some work), then a heartbeat due after them.
+    const work = (): void => {
+      const until = performance.now() + 0.05;
+      while (performance.now() < until);
+      ran.push('wait');
+    };
+    for (let i = 0; i < 2000; i++) s.schedule(0, work);
+    s.schedule(2, () => void ran.push('heartbeat'), { hot: true });
+    for (let i = 0; i < 400 && ran.length < 2001; i++) await sleep(5);
+    expect(ran).toHaveLength(2001);
+    // Every slice runs the hot jobs due first: the heartbeat goes with the next slice, not
+    // after the 2,000 waits due before it.
+    expect(ran.indexOf('heartbeat')).toBeLessThan(100);
+    expect(s.lag()).toEqual({ hotMs: 0, otherMs: 0 });
+  });
 });

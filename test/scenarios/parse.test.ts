@@ -3,7 +3,7 @@
  * POST /events bodies it sends, the seeds), and every mistake named at its line and column.
  */
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../src/scenarios/duration.js';
+import { parseDuration } from '../../src/common/duration.js';
 import { checkAgainstFleet } from '../../src/scenarios/fleet-check.js';
 import { parseScenario } from '../../src/scenarios/parse.js';
 import { entrySeed } from '../../src/scenarios/runner.js';

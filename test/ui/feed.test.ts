@@ -3,10 +3,10 @@
  * once, then only what changed (a CN's state, its VM count, who heartbeated, CNs added and
  * removed); with no page connected it keeps no per-CN state; its one job is on the scheduler.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/common/log.js';
 import { Scheduler } from '../../src/runtime/scheduler.js';
-import { FleetFeed } from '../../src/ui/feed.js';
+import { FleetFeed, TICK_MS } from '../../src/ui/feed.js';
 import { CELL_STATES, type FleetSource, type PageCn } from '../../src/ui/source.js';
 import type { EventView } from '../../src/events/types.js';
 
@@ -55,11 +55,18 @@ function setup(n: number) {
   const feed = new FleetFeed(f.source, scheduler, createLogger({ name: 'feed-test', level: 'fatal' }));
   const got: Msg[] = [];
   const client = { send: (m: string) => got.push(JSON.parse(m) as Msg) };
-  const tick = (): void => (feed as unknown as { tick(): void }).tick();
+  // A tick comes a second after the one before, as the scheduler runs it (the clock is the test's).
+  const tick = (): void => {
+    vi.setSystemTime(Date.now() + TICK_MS);
+    (feed as unknown as { tick(): void }).tick();
+  };
   return { ...f, scheduler, feed, got, client, tick };
 }
 
 describe('the fleet page feed', () => {
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['Date'], now: Date.now() }));
+  afterEach(() => void vi.useRealTimers());
+
   it('sends a snapshot, then only what changed, once a tick', () => {
     const t = setup(3);
     const now = Date.now();
@@ -118,5 +125,22 @@ describe('the fleet page feed', () => {
     t.events.push({ id: 'p', type: 'partition', servers: [t.cns[1]!.uuid], startedAt: new Date().toISOString(), params: {} });
     t.feed.add(t.client);
     expect(t.got[0]!.cells!.map((c) => CELL_STATES[c[4] as number])).toEqual(['late', 'partitioned']);
+  });
+
+  it('counts heartbeats per second over two intervals, steady though the CNs beat in bursts, and gives a page that connects the rate at once', () => {
+    // 100 CNs started together beat in one burst every 5 s: a one-second count reads 100, 0, 0, 0, 0.
+    const t = setup(1);
+    t.feed.start();
+    expect(t.feed.windowSeconds).toBe(10);
+    const rates: number[] = [];
+    for (let s = 1; s <= 30; s++) {
+      if (s % 5 === 0) t.counters.heartbeats += 100;
+      t.tick();
+      if (s >= 10) rates.push((t.feed as unknown as { series: { heartbeatsPerSecond: number }[] }).series.at(-1)!.heartbeatsPerSecond);
+    }
+    expect(new Set(rates)).toEqual(new Set([20]));
+    t.feed.add(t.client);
+    expect(t.got[0]).toMatchObject({ t: 'snapshot', heartbeatsPerSecond: 20, windowSeconds: 10 });
+    t.feed.stop();
   });
 });

@@ -7,38 +7,18 @@
  * test-artifacts/fleet-page.png. Without the browser this FAILS: it is not skipped.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, promises as fsp } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postTask, startBuiltDaemon, until, type BuiltDaemon } from '../cli/helpers/built-daemon.js';
-import { runCli } from '../cli/helpers/run-cli.js';
+import { jsonLines, runCli } from '../cli/helpers/run-cli.js';
+import { launchChromium } from './helpers/chromium.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-export const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 const N = 20;
-
-/** Chromium as CI runs it: headless, no sandbox (root), nothing from the network, a fresh profile. */
-export async function launchChromium(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)`);
-  const profile = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  return {
-    context,
-    close: async () => {
-      await context.close().catch(() => undefined);
-      await fsp.rm(profile, { recursive: true, force: true });
-    },
-  };
-}
 
 /** The RGB of a CN's cell on the canvas (a pixel inside it, off the heartbeat-age bar). */
 async function cellPixel(page: Page, uuid: string): Promise<[number, number, number] | null> {
@@ -85,7 +65,7 @@ describe('the live fleet page in headless chromium', () => {
     expect(printed.code, printed.stderr).toBe(0);
     url = printed.stdout.trim();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
-    const list = JSON.parse((await runCli(['list-servers', '-j', ...dd()])).stdout) as (typeof servers[number] & { headnode: boolean })[];
+    const list = jsonLines<typeof servers[number] & { headnode: boolean }>((await runCli(['list-servers', '-j', ...dd()])).stdout);
     servers = list.filter((s) => !s.headnode);
     expect(servers).toHaveLength(N);
   }, 60_000);

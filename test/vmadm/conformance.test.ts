@@ -20,7 +20,8 @@
  * - REAL_CN_CREATE_DEFAULTS: what VM.js applyZoneDefaults/fixPayloadMemory fill in on
  *   create and the dummy does not (dns_domain, tmpfs, max_shm_memory, the IPC id limits).
  * - REAL_CN_LOAD_FIELDS: what vmload always shows and the dummy lacks (firewall_enabled,
- *   resolvers, snapshots, zonedid, hvm).
+ *   resolvers, snapshots, zonedid, hvm, and for every brand `v` 1, `routes` {} and
+ *   `zfs_root_recsize` 131072).
  * - NOT_VMADM_PAYLOAD: payload keys vmadm removes (not properties it takes) that the dummy
  *   stores as given (datasets).
  * - SNAPSHOTS: vmload lists snapshots newest first, with `size`; the dummy appends.
@@ -79,7 +80,7 @@ const REAL_CN_CREATE_DEFAULTS: Record<string, unknown> = {
   max_sem_ids: 4096,
   max_shm_ids: 4096,
 };
-const REAL_CN_LOAD_FIELDS = ['firewall_enabled', 'resolvers', 'snapshots', 'zonedid', 'hvm'];
+const REAL_CN_LOAD_FIELDS = ['firewall_enabled', 'resolvers', 'snapshots', 'zonedid', 'hvm', 'v', 'routes', 'zfs_root_recsize'];
 const NOT_VMADM_PAYLOAD = ['datasets'];
 
 /**
@@ -100,6 +101,11 @@ function exceptions(
   expect(typeof ours.zonedid, `${label}: zonedid`).toBe('number');
   expect(typeof ours.firewall_enabled, `${label}: firewall_enabled`).toBe('boolean');
   expect(Array.isArray(ours.resolvers), `${label}: resolvers`).toBe(true);
+  // smartos-live vmload: the zone's vm-version, its routes.json ({} without one), its root
+  // dataset's recsize.
+  expect(ours.v, `${label}: v`).toBe(1);
+  expect(ours.routes, `${label}: routes`).toEqual({});
+  expect(ours.zfs_root_recsize, `${label}: zfs_root_recsize`).toBe(131072);
   // SNAPSHOTS: the same names; ours newest first (ties in the order taken), each with a size.
   const ourSnaps = (ours.snapshots ?? []) as { name: string; created_at: string; size?: number }[];
   const theirSnaps = (theirs.snapshots ?? []) as { name: string }[];

@@ -80,6 +80,22 @@ describe('create', () => {
     expect(hvm).toMatchObject({ hvm: true, max_shm_memory: 1024 + 1280, max_msg_ids: 4096 });
   });
 
+  it('shows v 1, routes {} and zfs_root_recsize 131072 for every brand, as vmload does; a given routes or recsize is kept', async () => {
+    const made = [
+      await fx.store.create(osPayload()),
+      await fx.store.create(osPayload({ brand: 'joyent' })),
+      await fx.store.create(osPayload({ brand: 'lx', kernel_version: '4.3.0' })),
+      await fx.store.create(bhyvePayload()),
+      await fx.store.create(bhyvePayload({ brand: 'kvm' })),
+    ];
+    for (const vm of made) expect(vm, vm.brand).toMatchObject({ v: 1, routes: {}, zfs_root_recsize: 131072 });
+    // `v` is the zone's vm-version: vmadm sets it on create whatever the payload says.
+    const given = await fx.store.create(osPayload({ v: 7, routes: { '10.1.0.0/16': '10.99.99.1' }, zfs_root_recsize: 8192 }));
+    expect(given).toMatchObject({ v: 1, routes: { '10.1.0.0/16': '10.99.99.1' }, zfs_root_recsize: 8192 });
+    const reopened = await fx.reopen();
+    expect(reopened.get(made[3]!.uuid)).toMatchObject({ v: 1, routes: {}, zfs_root_recsize: 131072 });
+  });
+
   it('hands out a distinct zonedid per VM, kept across reopen', async () => {
     const a = await fx.store.create(osPayload());
     const b = await fx.store.create(osPayload());

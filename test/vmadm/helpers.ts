@@ -8,7 +8,7 @@ import path from 'node:path';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { Vmadm } from '../../src/vmadm/index.js';
-import type { Vm, VmEvent, VmStore } from '../../src/vmadm/types.js';
+import type { Vm, VmEvent, VmPacer, VmStore } from '../../src/vmadm/types.js';
 
 export const DC = 'coal';
 export const PLATFORM = '20240425T000000Z';
@@ -31,12 +31,13 @@ export interface Fixture {
 }
 
 export async function makeFixture(
-  opts: { watch?: boolean; root?: string; serverUuid?: string; now?: () => number } = {},
+  opts: { watch?: boolean; root?: string; serverUuid?: string; now?: () => number; pacer?: VmPacer } = {},
 ): Promise<Fixture> {
   const root = opts.root ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-vmadm-')));
   const serverUuid = opts.serverUuid ?? newUuid();
   const log = createQuietLogger('vmadm-test');
-  const clock = opts.now ? { now: opts.now } : {};
+  const pacer = opts.pacer;
+  const clock = { ...(opts.now ? { now: opts.now } : {}), ...(pacer ? { pacerFor: () => pacer } : {}) };
   let vmadm = new Vmadm({ root, log, watch: opts.watch ?? false, ...clock });
   const vmsDir = path.join(root, 'servers', serverUuid, 'vms');
   const fx: Fixture = {

@@ -25,6 +25,8 @@ export interface DaemonStartOptions {
   nodeArgs?: string[];
   /** Extra `mockcloud daemon` flags (e.g. --max-connections). */
   daemonArgs?: string[];
+  /** Extra daemon flags (e.g. --timing smartos). */
+  extraArgs?: string[];
   /** Bound on the wait for daemon.json to say 'running'. */
   readyTimeoutMs: number;
   /** Called right after the spawn, before the wait for 'running' (e.g. to attach a profiler). */
@@ -92,6 +94,7 @@ export class DaemonProcess {
       '--log-file', logFile,
       '--log-level', opts.logLevel,
       ...(opts.daemonArgs ?? []),
+      ...(opts.extraArgs ?? []),
     ];
     const spawnedAt = Date.now();
     const child = spawn(process.execPath, args, {

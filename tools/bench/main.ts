@@ -14,6 +14,7 @@ import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
+import { runTimingStep } from './timing-step.js';
 import { runAgentsStep } from './agents-step.js';
 import { heartbeatIntervalMs, runStep } from './step.js';
 import { renderTable } from './table.js';
@@ -37,10 +38,11 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   const steps = [];
   const largest = Math.max(...opts.steps);
   let mirror: BenchReport['mirror'];
+  let timing: BenchReport['timing'];
   let agents: BenchReport['agents'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.mirrorOnly || opts.agentsOnly ? [] : opts.steps) {
+    for (const n of opts.mirrorOnly || opts.agentsOnly || opts.timingOnly ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,
@@ -51,8 +53,9 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
         }),
       );
     }
-    if ((opts.mirrorCns ?? 0) > 0 && !opts.agentsOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
-    if ((opts.agentsCns ?? 0) > 0 && !opts.mirrorOnly) agents = await runAgentsStep(opts.agentsCns!, { sink, opts, say });
+    if ((opts.mirrorCns ?? 0) > 0 && !opts.agentsOnly && !opts.timingOnly) mirror = await runMirrorStep(opts.mirrorCns!, { sink, opts, say });
+    if ((opts.agentsCns ?? 0) > 0 && !opts.mirrorOnly && !opts.timingOnly) agents = await runAgentsStep(opts.agentsCns!, { sink, opts, say });
+    if ((opts.timingCns ?? 0) > 0 && !opts.mirrorOnly && !opts.agentsOnly) timing = await runTimingStep(opts.timingCns!, { sink, opts, say });
   } finally {
     await sink.stop();
     closeTaskAgent();
@@ -67,6 +70,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
     heartbeatIntervalMs: heartbeatIntervalMs(opts),
     steps,
     ...(mirror ? { mirror } : {}),
+    ...(timing ? { timing } : {}),
     ...(agents ? { agents } : {}),
   };
 }
@@ -125,7 +129,7 @@ async function main(): Promise<void> {
   const report = opts.from ? await readReport(opts.from) : await runBench(opts, say);
   process.stdout.write(renderTable(report));
   for (const file of await writeOutputs(report, opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
-  if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok)) process.exitCode = 1;
+  if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok) || (report.timing && !report.timing.ok)) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

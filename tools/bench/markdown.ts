@@ -7,7 +7,7 @@ import path from 'node:path';
 import { renderDrill, type DrillReport } from './drill-report.js';
 import { FIGURES, fmt, fmtN } from './figures.js';
 import { agentsLines } from './agents-step.js';
-import { mirrorLines } from './table.js';
+import { mirrorLines, timingLines } from './table.js';
 import { judgeTargets } from './targets.js';
 import type { BenchReport } from './types.js';
 
@@ -148,6 +148,18 @@ export function renderMarkdown(inp: MarkdownInputs): string {
       '`npm run bench -- --mirror N [--mirror-only]`: a DC of N CNs with the VMs-per-CN count on the sink, captured with ' +
         '`mockcloud mirror capture`; then the sink emptied and the file loaded into a new daemon with `mockcloud mirror load`. ' +
         'CNs/s and VMs/s are of the load\'s server and VM phases; peak RSS is VmHWM of the command\'s process (docs/mirror.md).',
+      '',
+    );
+  }
+
+  if (report.timing) {
+    out.push('## Timing (issue 26)', '', '```', ...timingLines(report.timing), '```', '');
+    out.push(
+      '`npm run bench -- --timing N [--timing-only]`: N CNs idle on `instant`, then on `smartos` (each a fresh start, settled, ' +
+        'then the idle window), then a burst of machine_create (twice N unless `--timing-burst`) on `smartos`, each task holding ' +
+        'its connection until it ends as CNAPI\'s do, as many open at once as the open-file limit leaves beside the N CN sockets. ' +
+        'RSS per task in flight is (RSS at the most tasks in flight − RSS before the burst) / those tasks, the VM each provisions ' +
+        'included; the worst heartbeat gap is over the burst and a heartbeat interval after it (docs/timing.md).',
       '',
     );
   }

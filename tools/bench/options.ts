@@ -44,6 +44,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('log-level', { type: 'string', default: 'warn', describe: 'daemon log level (its log is in the temp data dir)' })
     .option('mirror', { type: 'number', default: 0, describe: 'also a mirror step (issue 18): capture and load of a DC of this many CNs with --vms-per-cn VMs each (e.g. 1000; 0: none)' })
     .option('mirror-only', { type: 'boolean', default: false, describe: 'run only the mirror step (with --mirror N)' })
+    .option('timing', { type: 'number', default: 0, describe: 'also a timing step (issue 26): N CNs on the smartos timing profile, idle against instant and a burst of machine_create (e.g. 10000; 0: none)' })
+    .option('timing-burst', { type: 'number', describe: 'machine_create tasks of the timing burst (default twice the CNs)' })
+    .option('timing-budget', { type: 'number', default: 900, describe: 'time bound of the timing burst, s' })
+    .option('timing-only', { type: 'boolean', default: false, describe: 'run only the timing step (with --timing N)' })
     .option('agents', { type: 'number', default: 0, describe: 'also an agents step (issue 29): N CNs with --vms-per-cn VMs, config-agent and firewaller off then on: idle CPU, RSS per CN, SAPI/FWAPI request rates, a rule\'s fan-out (e.g. 10000; 0: none)' })
     .option('agents-only', { type: 'boolean', default: false, describe: 'run only the agents step (with --agents N)' })
     .strict()
@@ -85,9 +89,15 @@ export function parseOptions(argv: string[]): BenchOptions {
     mirrorOnly: a['mirror-only'],
     agentsCns: Math.floor(pos('agents', a.agents, 0)),
     agentsOnly: a['agents-only'],
+    timingCns: Math.floor(pos('timing', a.timing, 0)),
+    ...(a['timing-burst'] !== undefined ? { timingBurst: Math.floor(pos('timing-burst', a['timing-burst'], 0)) } : {}),
+    timingBudgetSeconds: pos('timing-budget', a['timing-budget'], 900),
+    timingOnly: a['timing-only'],
   };
   if (opts.agentsCns! > MAX_N) throw new Error(`--agents must be at most ${MAX_N}`);
   if (opts.agentsOnly && opts.agentsCns! < 1) throw new Error('--agents-only needs --agents N');
+  if (opts.timingCns! > MAX_N) throw new Error(`--timing must be at most ${MAX_N}`);
+  if (opts.timingOnly && opts.timingCns! < 1) throw new Error('--timing-only needs --timing N');
   if (opts.mirrorCns! > MAX_N) throw new Error(`--mirror must be at most ${MAX_N}`);
   if (opts.mirrorOnly && opts.mirrorCns! < 1) throw new Error('--mirror-only needs --mirror N');
   if (heartbeatMs !== undefined) {

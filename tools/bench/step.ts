@@ -177,14 +177,7 @@ export async function runStep(n: number, ctx: StepContext): Promise<StepResult> 
     result.idle = idle;
 
     // 5. task latency under the heartbeat load
-    const info = (await d.readDaemonJson()) ?? { servers: {} };
-    const targets: TaskTarget[] = Object.entries(info.servers).map(([uuid, a]) => ({ uuid, ip: a.ip, port: a.port }));
-    if (targets.length < n) throw new Error(`daemon.json lists ${targets.length} of ${n} CNs`);
-    const net: ExternalNetwork = {
-      uuid: sink.ready.networks.external,
-      subnet: sink.ready.networks.externalSubnet,
-      gateway: sink.ready.networks.externalGateway,
-    };
+    const { targets, net } = await taskTargets(d, n, sink);
     const taskBudgetMs = 120_000;
     // Warm-up, not measured: the first requests of a fresh daemon pay for JIT compilation.
     const warmup = Math.min(WARMUP_TASKS, n);
@@ -382,7 +375,7 @@ function counterDelta(a: SinkStats, b: SinkStats, name: string): number {
 }
 
 /** Poll the sink until N CNs registered and heartbeated, or the bound passes. */
-async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
+export async function waitAllHeartbeated(sink: SinkProcess, n: number, timeoutMs: number): Promise<SinkStats> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await sink.stats();
@@ -501,4 +494,17 @@ class PhaseProfiler {
       this.result.errors.push(`${what}: ${(err as Error).message}`);
     }
   }
+}
+
+/** Every CN's task address (from daemon.json) and the sink's external network, for task loads. */
+export async function taskTargets(d: DaemonProcess, n: number, sink: SinkProcess): Promise<{ targets: TaskTarget[]; net: ExternalNetwork }> {
+  const info = (await d.readDaemonJson()) ?? { servers: {} };
+  const targets: TaskTarget[] = Object.entries(info.servers).map(([uuid, a]) => ({ uuid, ip: a.ip, port: a.port }));
+  if (targets.length < n) throw new Error(`daemon.json lists ${targets.length} of ${n} CNs`);
+  const net: ExternalNetwork = {
+    uuid: sink.ready.networks.external,
+    subnet: sink.ready.networks.externalSubnet,
+    gateway: sink.ready.networks.externalGateway,
+  };
+  return { targets, net };
 }

@@ -1,13 +1,17 @@
 /** The plain-text table `npm run bench` prints: one row per figure, one column per N. */
 import { FIGURES, fmt, fmtN } from './figures.js';
 import { agentsLines } from './agents-step.js';
-import { judgeTargets, MIRROR_TARGETS } from './targets.js';
-import type { BenchReport, MirrorResult } from './types.js';
+import { judgeTargets, MIRROR_TARGETS, TIMING_TARGETS } from './targets.js';
+import type { BenchReport, MirrorResult, TimingResult } from './types.js';
 
 export function renderTable(report: BenchReport): string {
   const steps = report.steps;
-  if (steps.length === 0 && (report.mirror || report.agents)) {
-    return `${[...(report.mirror ? mirrorLines(report.mirror) : []), ...(report.agents ? agentsLines(report.agents) : [])].join('\n')}\n`;
+  if (steps.length === 0 && (report.mirror || report.agents || report.timing)) {
+    return `${[
+      ...(report.mirror ? mirrorLines(report.mirror) : []),
+      ...(report.agents ? agentsLines(report.agents) : []),
+      ...(report.timing ? timingLines(report.timing) : []),
+    ].join('\n')}\n`;
   }
   const header = ['figure', ...steps.map((s) => `N=${fmtN(s.n)}${s.ok ? '' : ' (!)'}`)];
   const rows = FIGURES.map((f) => [`${f.label}${f.unit ? ` (${f.unit})` : ''}`, ...steps.map((s) => fmt(f.get(s), f.digits))]);
@@ -24,7 +28,36 @@ export function renderTable(report: BenchReport): string {
   for (const s of steps) for (const e of s.errors) lines.push(`N=${fmtN(s.n)}: ${e}`);
   if (report.mirror) lines.push('', ...mirrorLines(report.mirror));
   if (report.agents) lines.push('', ...agentsLines(report.agents));
+  if (report.timing) lines.push('', ...timingLines(report.timing));
   return `${lines.join('\n')}\n`;
+}
+
+/** The timing step: the idle fleet on smartos against instant, and the burst, with their targets. */
+export function timingLines(t: TimingResult): string[] {
+  const mib = (b: number | undefined): string => (b === undefined ? '-' : `${(b / 2 ** 20).toFixed(0)} MiB`);
+  const verdict = (ok: boolean | undefined): string => (ok === undefined ? 'not measured' : ok ? 'met' : 'missed');
+  const lines = [`timing (issue 26): ${fmtN(t.n)} CNs on smartos, burst of ${fmtN(t.burst)} machine_create${t.ok ? '' : ' (!)'}`];
+  const a = t.idleInstant;
+  const b = t.idleSmartos;
+  if (a && b) {
+    lines.push(
+      `  idle: instant ${fmt(a.cpuPercent, 2)} % CPU, ${mib(a.rssBytes)}; smartos ${fmt(b.cpuPercent, 2)} % CPU, ${mib(b.rssBytes)}; ` +
+        `CPU ratio ${fmt(t.idleCpuRatio, 3)} (target ≤ ${TIMING_TARGETS.idleCpuRatio}: ${verdict(t.idleCpuRatio === undefined ? undefined : t.idleCpuRatio <= TIMING_TARGETS.idleCpuRatio)}), ` +
+        `RSS ${fmt(((b.rssBytes - a.rssBytes) / a.rssBytes) * 100, 1)} %`,
+    );
+  }
+  const r = t.burstResult;
+  if (r) {
+    lines.push(
+      `  burst: ${fmtN(r.ok)} of ${fmtN(r.sent)} created in ${fmt(r.seconds, 1)} s (p50 ${fmt(r.p50Ms / 1000, 1)} s, p99 ${fmt(r.p99Ms / 1000, 1)} s), ` +
+        `${fmtN(r.failed)} failed, ${fmtN(t.heldConnections ?? 0)} held open at once${r.timedOut ? ', stopped by its time bound' : ''}`,
+      `  heartbeats: worst gap ${fmt(r.worstHeartbeatGapMs / 1000, 2)} s (target ≤ ${TIMING_TARGETS.worstGapMs / 1000} s: ${verdict(r.worstHeartbeatGapMs <= TIMING_TARGETS.worstGapMs && r.silentCns === 0)}), ${fmtN(r.silentCns)} silent CNs`,
+      `  memory: ${fmtN(r.peakInFlight)} tasks in flight at the peak, RSS ${mib(r.rssBeforeBytes)} before, ${mib(r.rssAtPeakBytes)} then: ` +
+        `${fmt(r.rssPerInFlightTaskBytes / 1024, 1)} KB per task in flight (target ≤ ${TIMING_TARGETS.rssPerInFlightTaskBytes / 1024} KB: ${verdict(r.rssPerInFlightTaskBytes <= TIMING_TARGETS.rssPerInFlightTaskBytes)})`,
+    );
+  }
+  for (const e of t.errors) lines.push(`  timing: ${e}`);
+  return lines;
 }
 
 /** The mirror step: capture and load, with the load's targets. */

@@ -56,17 +56,18 @@ export async function postTask(
   task: string,
   params: Record<string, unknown>,
   via: http.Agent = agent,
+  timeoutMs = TASK_TIMEOUT_MS,
 ): Promise<TaskOutcome> {
   const payload = Buffer.from(JSON.stringify({ task, params }));
   try {
-    return await postOnce(target, task, payload, via);
+    return await postOnce(target, task, payload, via, timeoutMs);
   } catch (err) {
     if (!(err as { staleSocket?: boolean }).staleSocket) throw err;
-    return postOnce(target, task, payload, false);
+    return postOnce(target, task, payload, false, timeoutMs);
   }
 }
 
-function postOnce(target: TaskTarget, task: string, payload: Buffer, via: http.Agent | false): Promise<TaskOutcome> {
+function postOnce(target: TaskTarget, task: string, payload: Buffer, via: http.Agent | false, timeoutMs: number): Promise<TaskOutcome> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -101,7 +102,7 @@ function postOnce(target: TaskTarget, task: string, payload: Buffer, via: http.A
         });
       },
     );
-    req.setTimeout(TASK_TIMEOUT_MS, () => req.destroy(new Error(`task ${task} timed out after ${TASK_TIMEOUT_MS} ms`)));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`task ${task} timed out after ${timeoutMs} ms`)));
     req.on('error', (err: NodeJS.ErrnoException) => {
       const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE';
       reject(reset && req.reusedSocket ? Object.assign(err, { staleSocket: true }) : err);
@@ -123,6 +124,10 @@ export interface TaskRunOptions {
   onOk?: (i: number, target: TaskTarget, outcome: TaskOutcome) => void;
   /** Index of the first task (round-robin position). */
   startAt?: number;
+  /** How long one task may take before the harness gives up on it (default 60 s). */
+  requestTimeoutMs?: number;
+  /** Each task on a connection of its own, closed after (as the burst's): no idle keep-alive sockets pile up. */
+  ownConnections?: boolean;
 }
 
 export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
@@ -141,7 +146,7 @@ export async function runTasks(opts: TaskRunOptions): Promise<TaskRunResult> {
       const i = next++;
       const target = opts.targets[(first + i) % opts.targets.length]!;
       try {
-        const outcome = await postTask(target, opts.task, opts.params(first + i, target));
+        const outcome = await postTask(target, opts.task, opts.params(first + i, target), opts.ownConnections ? burstAgent : agent, opts.requestTimeoutMs);
         if (outcome.status === 200) {
           result.ok++;
           result.latenciesMs.push(outcome.ms);

@@ -40,6 +40,14 @@ export interface BenchOptions {
   agentsCns?: number;
   /** Run only the agents step. */
   agentsOnly?: boolean;
+  /** CNs of the timing step (issue 26); 0 = no timing step. */
+  timingCns?: number;
+  /** machine_create tasks of the timing step's burst (default twice the CNs). */
+  timingBurst?: number;
+  /** Time bound of the timing step's burst, s. */
+  timingBudgetSeconds?: number;
+  /** Run only the timing step. */
+  timingOnly?: boolean;
 }
 
 export type TaskLatency = LatencySummary & { failed: number; failures: string[]; perSecond: number };
@@ -177,6 +185,8 @@ export interface BenchReport {
   mirror?: MirrorResult;
   /** The agents step (--agents N). */
   agents?: AgentsResult;
+  /** The timing step (--timing N). */
+  timing?: TimingResult;
 }
 
 /** config-agent and firewaller at scale (tools/bench/agents-step.ts). */
@@ -194,6 +204,37 @@ export interface AgentsResult {
   rates?: { sapiPerSecond: number; sapiRealPerSecond: number; fwapiPerSecond: number; fwapiRealPerSecond: number };
   /** FWAPI's rule to the CNs hosting web VMs: how many stores it reached, how fast. */
   rule?: { cns: number; reached: number; seconds: number };
+}
+
+/** N CNs on the smartos timing profile: the idle fleet against instant, a burst of machine_create (tools/bench/timing-step.ts). */
+export interface TimingResult {
+  n: number;
+  burst: number;
+  ok: boolean;
+  errors: string[];
+  seconds: number;
+  /** Connections the burst held open at once (bounded by the open-file limit beside N sockets). */
+  heldConnections?: number;
+  idleInstant?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
+  idleSmartos?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
+  /** Idle CPU on smartos / on instant. */
+  idleCpuRatio?: number;
+  burstResult?: {
+    sent: number;
+    ok: number;
+    failed: number;
+    failures: string[];
+    timedOut: boolean;
+    seconds: number;
+    p50Ms: number;
+    p99Ms: number;
+    worstHeartbeatGapMs: number;
+    silentCns: number;
+    peakInFlight: number;
+    rssBeforeBytes: number;
+    rssAtPeakBytes: number;
+    rssPerInFlightTaskBytes: number;
+  };
 }
 
 /** `mockcloud mirror capture` and `load` of a DC of n CNs with vmsPerCn VMs each (tools/bench/mirror-step.ts). */

@@ -14,7 +14,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { capMessage, ConnectionGuard } from '../../common/connection-guard.js';
 import { MockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 
 export type RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -102,7 +102,7 @@ export class ListenerSet {
         resolve();
       });
     });
-    server.on('error', (err) => this.log.error({ err, ip }, 'cmon-agent listener error'));
+    server.on('error', (err) => this.log.error({ ...failureFields(err), ip }, 'cmon-agent listener error'));
     if (this.port === 0) this.port = (server.address() as AddressInfo).port;
     this.servers.set(ip, server);
   }

@@ -7,13 +7,18 @@
  *                                real agent finds no running zone then); 400 when
  *                                `x-joyent-cmon-opts` is not base64 JSON with a boolean
  *                                `isCoreZone`. Without the header, a VM owned by the admin user
- *                                with a smartdc_role / manta_role tag counts as a core zone.
+ *                                with a smartdc_role / manta_role tag counts as a core zone, and
+ *                                an unknown VM is the 500 of the agent's failed `vmadm get`
+ *                                (node-vmadm's `vmadm load <uuid> failed: No such zone`).
  *   GET  /v1/gz/metrics          Prometheus text for the addressed CN (routing.ts).
  *   POST /v1/refresh             200, nothing to do (the real agent keeps it for compatibility).
  *
  * Bodies are gzipped when the client accepts gzip (the real agent uses restify's gzipResponse).
- * Errors are restify-style JSON `{"code","message"}`. No per-CN socket or timer: one server,
- * one pruning job on the shared Scheduler.
+ * The metrics handler sets `content-type: text/plain` before it does anything, so its errors
+ * are restify 4's text form: the status and the bare message (triton-cmon-agent
+ * lib/endpoints/metrics.js); errors of the router (no such route, wrong method) are
+ * restify-style JSON `{"code","message"}`. No per-CN socket or timer: one server, one pruning
+ * job on the shared Scheduler.
  */
 import type http from 'node:http';
 import { promisify } from 'node:util';
@@ -22,7 +27,7 @@ import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plug
 import type { ScheduledJob } from '../../runtime/scheduler.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm } from '../../vmadm/types.js';
@@ -134,7 +139,7 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     if (!ip || this.listeners.has(ip)) return;
     this.listeners.open(ip).catch((err: unknown) => {
       this.ctx.countError('cmon-agent.listen');
-      this.log.error({ err, server: cn.uuid, ip }, 'cmon-agent cannot listen on this CN\'s agent IP');
+      this.log.error({ ...failureFields(err), server: cn.uuid, ip }, 'cmon-agent cannot listen on this CN\'s agent IP');
     });
   }
 
@@ -168,7 +173,13 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     if (m) {
       if (req.method !== 'GET' && req.method !== 'HEAD') throw methodNotAllowed(req.method, url.pathname);
       const container = decodeURIComponent(m[1]!);
-      const body = container === 'gz' ? this.gzMetrics(req) : this.vmMetrics(req, container);
+      let body: string;
+      try {
+        body = container === 'gz' ? this.gzMetrics(req) : this.vmMetrics(req, container);
+      } catch (err) {
+        await this.failText(req, res, toMockcloudError(err));
+        return;
+      }
       await this.sendMetrics(req, res, body);
       return;
     }
@@ -186,6 +197,13 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     const header = req.headers[CMON_OPTS_HEADER];
     const isCoreZoneHeader = parseCmonOpts(Array.isArray(header) ? header[0] : header);
     const vm = isUuid(container) ? this.findVm(req, container.toLowerCase()) : undefined;
+    if (!vm && isCoreZoneHeader === undefined && isUuid(container)) {
+      // Without CMON's header the agent first loads the VM with node-vmadm to see whether it
+      // is a core zone; that load's error is the answer (triton-cmon-agent
+      // lib/instrumenter/lib/triton-metrics.js getVmInfo, node-vmadm lib/index.sunos.js load).
+      this.counters.notFound++;
+      throw new MockcloudError('InternalError', `vmadm load ${container} failed: No such zone`, { restCode: 'VmNotFound' });
+    }
     if (!vm || vm.state !== 'running') {
       this.counters.notFound++;
       throw new MockcloudError('ResourceNotFound', 'container not found', { restCode: 'NotFound' });
@@ -263,13 +281,32 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     res.end(req.method === 'HEAD' ? undefined : body);
   }
 
-  private fail(res: http.ServerResponse, err: MockcloudError): void {
-    if (err.statusCode >= 500) {
+  /** An error of the metrics handler: restify 4's text formatter writes the bare message. */
+  private async failText(req: http.IncomingMessage, res: http.ServerResponse, err: MockcloudError): Promise<void> {
+    this.count(err);
+    req.resume();
+    const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/plain' };
+    let body: Buffer = Buffer.from(err.message, 'utf8');
+    if (acceptsGzip(req.headers['accept-encoding'])) {
+      body = await gzip(body);
+      headers['content-encoding'] = 'gzip';
+    }
+    headers['content-length'] = String(body.length);
+    res.writeHead(err.statusCode, headers);
+    res.end(req.method === 'HEAD' ? undefined : body);
+  }
+
+  private count(err: MockcloudError): void {
+    if (err.statusCode >= 500 && err.restCode !== 'VmNotFound') {
       this.counters.errors++;
-      this.log.error({ err }, 'cmon-agent request failed');
+      logFailure(this.log, err, {}, 'cmon-agent request failed');
     } else if (err.code === 'BadRequest') {
       this.counters.badRequest++;
     }
+  }
+
+  private fail(res: http.ServerResponse, err: MockcloudError): void {
+    this.count(err);
     if (res.headersSent) {
       res.destroy();
       return;

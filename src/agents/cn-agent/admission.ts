@@ -6,6 +6,13 @@
  * beyond the queue's bound a task is refused at once with the answer a real cn-agent gives
  * when it takes no work (503 ServiceUnavailable, lib/server.js), never by dropping the
  * connection. A waiting task whose client went away leaves the queue.
+ *
+ * A task waiting out the time a phase takes (a timing profile's draw, docs/timing.md) costs no
+ * CPU: it gives its place among the fleet's running tasks back while it waits (`idle`) and
+ * takes one again after (`busy`: ahead of every new task, but within the bound, so however
+ * many tasks wake at once, no more than the bound work at a time), so thousands of tasks may
+ * be in flight while the bound still counts those working. It keeps its place on its CN: a CN
+ * runs no more tasks at once than its bound, waiting or not.
  */
 import { MockcloudError } from '../../common/errors.js';
 
@@ -31,7 +38,10 @@ const GRANTS_PER_TURN = 32;
 
 export interface AdmissionStats {
   limits: AdmissionLimits;
+  /** Tasks working (the fleet's bound counts these). */
   inFlight: number;
+  /** Tasks in flight that wait out a phase's time, their fleet place given back. */
+  idle: number;
   queued: number;
   /** Tasks that had to wait, ever. */
   waited: number;
@@ -41,8 +51,11 @@ export interface AdmissionStats {
   abandoned: number;
 }
 
-/** Give back a task's place: call exactly once when it has ended. */
-export type Release = () => void;
+/**
+ * Give back a task's place: call once when it has ended. `idle()` while it only waits out a
+ * phase's time, `busy()` when it works again.
+ */
+export type Release = (() => void) & { idle(): void; busy(): Promise<void> };
 
 interface Waiter {
   cn: string;
@@ -53,9 +66,15 @@ interface Waiter {
   queued: boolean;
 }
 
+interface Resuming {
+  resume: () => void;
+  next: Resuming | undefined;
+}
+
 export class TaskAdmission {
   readonly limits: AdmissionLimits;
   private inFlight = 0;
+  private idleTasks = 0;
   private readonly perCn = new Map<string, number>();
   private head: Waiter | undefined;
   private tail: Waiter | undefined;
@@ -75,7 +94,7 @@ export class TaskAdmission {
   }
 
   stats(): AdmissionStats {
-    return { limits: { ...this.limits }, inFlight: this.inFlight, queued: this.queued, ...this.counters };
+    return { limits: { ...this.limits }, inFlight: this.inFlight, idle: this.idleTasks, queued: this.queued, ...this.counters };
   }
 
   /**
@@ -87,7 +106,7 @@ export class TaskAdmission {
     // Every dispatch hands places to the waiters that fit, so while `cn` has room and no
     // dispatch is pending, nobody who could run is waiting: those in the queue wait for CNs
     // at their bound.
-    if (this.hasRoom(cn) && !this.dispatchPending && this.grantedThisTurn < GRANTS_PER_TURN) {
+    if (this.hasRoom(cn) && !this.dispatchPending && !this.resumeHead && this.grantedThisTurn < GRANTS_PER_TURN) {
       return Promise.resolve(this.take(cn));
     }
     if (this.queued >= this.limits.maxQueued) return Promise.reject(this.refusal(0));
@@ -152,19 +171,61 @@ export class TaskAdmission {
     this.inFlight++;
     this.perCn.set(cn, (this.perCn.get(cn) ?? 0) + 1);
     let released = false;
-    return () => {
+    let idle = false;
+    const release = (() => {
       if (released) return;
       released = true;
-      this.inFlight--;
+      if (idle) this.idleTasks--;
+      else this.inFlight--;
       const left = (this.perCn.get(cn) ?? 1) - 1;
       if (left === 0) this.perCn.delete(cn);
       else this.perCn.set(cn, left);
       this.scheduleDispatch();
+    }) as Release;
+    release.idle = () => {
+      if (released || idle) return;
+      idle = true;
+      this.inFlight--;
+      this.idleTasks++;
+      this.scheduleDispatch();
     };
+    release.busy = () => {
+      if (released || !idle) return Promise.resolve();
+      const resume = (): void => {
+        if (released || !idle) return;
+        idle = false;
+        this.idleTasks--;
+        this.inFlight++;
+      };
+      if (this.inFlight < this.limits.maxInFlight && !this.resumeHead) {
+        resume();
+        return Promise.resolve();
+      }
+      // Ahead of the new tasks: it started already, and holds its CN's place meanwhile.
+      return new Promise<void>((resolve) => {
+        this.pushResuming(() => {
+          resume();
+          resolve();
+        });
+      });
+    };
+    return release;
   }
 
-  private scheduleDispatch(): void {
-    if (this.dispatchPending || this.queued === 0) return;
+  /** Tasks in flight waiting to work again, oldest first (served before the queue). */
+  private resumeHead: Resuming | undefined;
+  private resumeTail: Resuming | undefined;
+
+  private pushResuming(resume: () => void): void {
+    const item: Resuming = { resume, next: undefined };
+    if (this.resumeTail) this.resumeTail.next = item;
+    else this.resumeHead = item;
+    this.resumeTail = item;
+    this.scheduleDispatch(true);
+  }
+
+  private scheduleDispatch(force = false): void {
+    if (this.dispatchPending || (this.queued === 0 && !force && !this.resumeHead)) return;
     this.dispatchPending = true;
     setImmediate(() => {
       this.dispatchPending = false;
@@ -178,6 +239,19 @@ export class TaskAdmission {
    */
   private dispatch(): void {
     let granted = 0;
+    // Tasks in flight coming back from a wait first, one slice per turn like the rest.
+    while (this.resumeHead && this.inFlight < this.limits.maxInFlight) {
+      if (granted === GRANTS_PER_TURN) {
+        this.scheduleDispatch(true);
+        return;
+      }
+      const item = this.resumeHead;
+      this.resumeHead = item.next;
+      if (!this.resumeHead) this.resumeTail = undefined;
+      item.resume();
+      granted++;
+    }
+    if (this.resumeHead) return;
     for (let w = this.head; w && this.inFlight < this.limits.maxInFlight; ) {
       if (granted === GRANTS_PER_TURN) {
         this.scheduleDispatch();

@@ -8,7 +8,13 @@
  * - the reply: 200 with the finish value, or 500 `{error, details?}`; `req_id` only when the
  *   params carry one (task.js stamps params.req_id, which CNAPI never sends);
  * - a time limit (3600 s by default): the reply is then 500
- *   "child task process timed out after <n> seconds" and the task is aborted;
+ *   "child task process timed out after <n> seconds" and the task is aborted (deadlines.ts:
+ *   one scheduler entry for every task's limit, not a timer each);
+ * - the time each phase takes on a real CN, from the timing profile (docs/timing.md): a
+ *   stepped task's `start:<step>` and `end:<step>` that far apart, a task without steps that
+ *   long before it acts, logged in the task's log. A waiting task holds no timer and no
+ *   closure per phase: one scheduler entry while it waits, and its place among the fleet's
+ *   working tasks given back (admission.ts);
  * - one task throwing fails that task only (500, history status `failed`).
  *
  * On top of the real agent it serialises tasks on one VM (a destroy waits for an in-flight
@@ -16,8 +22,11 @@
  */
 import { isMockcloudError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import { phasesOf } from '../../timing/catalogue.js';
+import { waitOn, type Wait } from '../../timing/wait.js';
 import { abortableSleep, reasonOf } from './abortable.js';
 import type { CnSlot } from './cn-slot.js';
+import { Deadlines } from './deadlines.js';
 import { FaultInjector } from './faults.js';
 import { finishEntry, recordEvent, recordException, recordSubtask } from './history.js';
 import { TaskLogBuffer, type TaskLogWriter } from './task-log.js';
@@ -49,6 +58,8 @@ export interface RunRequest {
   reqId: string;
   /** Aborts when the caller closed its connection (ends a hung task; see faults.ts hang). */
   clientGone?: AbortSignal;
+  /** The task's place among the fleet's working tasks: given back while it only waits (admission.ts). */
+  place?: { idle(): void; busy(): Promise<void> };
 }
 
 /** Task outcomes for `mockcloud status`. */
@@ -98,6 +109,9 @@ export class TaskRunner {
   private running = 0;
   private readonly taskLogWriter: TaskLogWriter | undefined;
   private readonly onTaskEnd: TaskRunnerOptions['onTaskEnd'];
+  private readonly deadlines: Deadlines;
+  /** Waits on the shared scheduler (a bare runner without one, in tests: timers). */
+  private readonly wait: Wait;
 
   constructor(opts: TaskRunnerOptions) {
     this.log = opts.log;
@@ -106,6 +120,14 @@ export class TaskRunner {
     this.timeoutSeconds = opts.timeoutSeconds ?? DEFAULT_TASK_TIMEOUT_SECONDS;
     this.faults = opts.faults ?? new FaultInjector();
     this.taskLogWriter = opts.taskLog;
+    this.deadlines = new Deadlines(this.timeoutSeconds * 1000, opts.env.scheduler);
+    const scheduler = opts.env.scheduler;
+    this.wait = scheduler ? waitOn(scheduler) : (ms, signal) => abortableSleep(ms, signal ?? new AbortController().signal);
+  }
+
+  /** Forget every deadline (cn-agent stops; its tasks are aborted). */
+  stop(): void {
+    this.deadlines.stop();
   }
 
   get tasksInFlight(): number {
@@ -128,6 +150,26 @@ export class TaskRunner {
     // never sends one, so a real agent's answers carry none, and neither do ours.
     const reqId = rawParams.req_id;
     let progress = -1;
+    const timing = this.env.timing;
+    const wait = this.wait;
+    const vmUuid = typeof rawParams.uuid === 'string' ? rawParams.uuid : undefined;
+    /**
+     * Wait out the time `phase` takes on this CN (0 on an instant profile: no wait at all),
+     * its place among the working tasks given back meanwhile.
+     */
+    const pace = async (phase: string, bytes?: number): Promise<void> => {
+      if (!timing) return;
+      const brand = typeof rawParams.brand === 'string' ? rawParams.brand : vmUuid ? cn.vms.get(vmUuid, { include_dni: true })?.brand : undefined;
+      const ms = timing.ms(`tasks.${task.name}.${phase}`, { server: cn.uuid, vm: vmUuid, brand, bytes });
+      if (ms <= 0) return;
+      log.info(`timing ${timing.profileAt({ server: cn.uuid, vm: vmUuid }).name}: ${phase} takes ${ms} ms`);
+      r.place?.idle();
+      try {
+        await wait(ms, signal);
+      } finally {
+        await r.place?.busy();
+      }
+    };
 
     const event = (name: string, payload: Record<string, unknown>): Record<string, unknown> => {
       const withId = reqId === undefined ? { ...payload } : { ...payload, req_id: reqId };
@@ -149,7 +191,7 @@ export class TaskRunner {
         progress = value;
         event('progress', { value });
       },
-      async step<T>(name: string, description: string, stepProgress: number | undefined, fn: () => Promise<T>) {
+      async step<T>(name: string, description: string, stepProgress: number | undefined, fn: () => Promise<T>, bytes?: number) {
         recordEvent(entry, `start:${name}`, { timestamp: new Date().toISOString(), description });
         const endStep = () => {
           if (stepProgress !== undefined) ctx.progress(stepProgress);
@@ -157,6 +199,7 @@ export class TaskRunner {
         };
         let out: T;
         try {
+          await pace(name, bytes);
           out = await fn();
         } catch (err) {
           endStep();
@@ -173,7 +216,14 @@ export class TaskRunner {
           release();
         }
       },
-      sleep: (ms: number) => abortableSleep(ms, signal),
+      sleep: (ms: number) => wait(ms, signal),
+      phase: (name: string, bytes?: number) => pace(name, bytes),
+      waitHooks: {
+        beforeWait: () => r.place?.idle(),
+        afterWait: async () => {
+          await r.place?.busy();
+        },
+      },
       subtask: (resource, subtask, msg) => recordSubtask(entry, resource, subtask, msg),
     };
 
@@ -196,8 +246,7 @@ export class TaskRunner {
       };
     });
 
-    const timeoutMs = this.timeoutSeconds * 1000;
-    const timer = setTimeout(() => {
+    const deadline = this.deadlines.add(() => {
       if (replied) return;
       const body = event('error', { error: `child task process timed out after ${this.timeoutSeconds} seconds` });
       event('finish', {});
@@ -205,8 +254,7 @@ export class TaskRunner {
       log.error('task timed out after %d seconds', this.timeoutSeconds);
       settle({ statusCode: 500, body }, 'timed_out');
       controller.abort(new Error(`task timed out after ${this.timeoutSeconds} seconds`));
-    }, timeoutMs);
-    timer.unref?.();
+    });
 
     const onAbort = () => {
       if (replied) return;
@@ -230,6 +278,7 @@ export class TaskRunner {
           if (fault.hang) await hangUntil(fault.hang, signal, r.clientGone, controller);
           if (fault.error !== undefined) throw new TaskError(fault.error);
         }
+        if (phasesOf(task.name).includes('run')) await pace('run');
         return { kind: 'ok', result: await r.prepared.run(ctx) };
       } catch (err) {
         return { kind: 'error', err };
@@ -240,7 +289,7 @@ export class TaskRunner {
 
     const done = execute()
       .then(async (res) => {
-        clearTimeout(timer);
+        deadline.cancel();
         signal.removeEventListener('abort', onAbort);
         try {
           if (!replied) settle(...this.finish(res, ctx, entry, event, () => progress));

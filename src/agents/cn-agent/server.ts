@@ -24,7 +24,8 @@ import restify from 'restify';
 import { capMessage, ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../../common/connection-guard.js';
 import { MockcloudError, toMockcloudError } from '../../common/errors.js';
 import { TurnPacer } from '../../common/turn-pacer.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
+import { describeSystemError } from '../../common/system-errors.js';
 import type { AgentAddress, CnPower, MockCn } from '../../mockcn/types.js';
 import { TaskAdmission, type AdmissionLimits } from './admission.js';
 import { CnSlot } from './cn-slot.js';
@@ -171,6 +172,7 @@ export class CnAgentServer {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all([...this.slots.keys()].map((uuid) => this.detach(uuid)));
+    this.runner.stop();
     this.connections.stop();
     await this.streams.stop();
     await this.taskLog?.close();
@@ -254,7 +256,11 @@ export class CnAgentServer {
       const port = await this.ports.bind(listener, ip, opts.port);
       const family = (listener.address() as net.AddressInfo).family;
       slot = new CnSlot(cn, listener, { ip, port }, family);
-      listener.on('error', (err) => this.log.error({ err, server: cn.uuid }, 'cn-agent listener error'));
+      // A failed (re)listen is the caller's to handle (setPower takes another port); an error on
+      // a listening socket (EMFILE on accept) is one an operator must see.
+      listener.on('error', (err) => {
+        if (listener.listening) this.log.error({ ...failureFields(err), server: cn.uuid }, 'cn-agent listener error');
+      });
       this.slots.set(cn.uuid, slot);
       this.resizeCap();
       cn.agentAddress = slot.address;
@@ -313,11 +319,15 @@ export class CnAgentServer {
     try {
       await listen(slot.listener, ip, port);
     } catch (err) {
-      this.log.warn({ err, server: uuid, ip, port }, 'cn-agent port taken while the server was down; taking another');
       this.ports.release(ip, port);
       const fresh = await this.ports.bind(slot.listener, ip);
       slot.address = { ip, port: fresh };
       slot.cn.agentAddress = slot.address;
+      // Handled: the CN registers its new address with CNAPI as it boots.
+      this.log.warn(
+        { ...failureFields(err), server: uuid, ip, port, newPort: fresh },
+        `cn-agent port ${port} was taken while the server was down (${describeSystemError(err)}); it listens on ${fresh} now`,
+      );
     }
     // The server may have been detached while it was coming up.
     if (!slot.open) {
@@ -417,7 +427,7 @@ export class CnAgentServer {
       this.postTask(req, res).then(
         () => next(),
         (err: unknown) => {
-          this.log.error({ err }, 'POST /tasks failed');
+          logFailure(this.log, err, {}, 'POST /tasks failed');
           if (!res.headersSent) sendError(res, toMockcloudError(err));
           next();
         },
@@ -519,7 +529,7 @@ export class CnAgentServer {
     }
     try {
       // `gone` still listens: a task hung by a fault event ends when its client goes.
-      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId(), clientGone: gone.signal });
+      const outcome = await this.runner.run({ slot, task: def, prepared, params, reqId: req.getId(), clientGone: gone.signal, place: release });
       res.send(outcome.statusCode, outcome.body);
     } finally {
       res.off('close', onClose);

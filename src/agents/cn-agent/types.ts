@@ -14,6 +14,8 @@ import type { StreamListeners } from './stream-listeners.js';
 import type { TaskLog } from './task-log.js';
 import type { UntilDetach } from './until-detach.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
+import type { Timing } from '../../timing/timing.js';
+import type { WaitHooks } from '../../vmadm/types.js';
 
 /** Adopting a CN's agent instances into SAPI (src/agents/sapi-instances), for agent_install. */
 export interface AgentInstanceAdopter {
@@ -35,14 +37,16 @@ export interface TaskEnvironment {
   tmpDir?: string | undefined;
   /** The one-request listeners of the docker tasks (CnAgentServer provides it). */
   streams?: StreamListeners | undefined;
-  /** The daemon's shared scheduler, for tasks whose effect outlives them (server_reboot). */
+  /** The daemon's shared scheduler: tasks' waits and time limits, effects that outlive a task (server_reboot). */
   scheduler?: Scheduler | undefined;
+  /** How long each phase takes (docs/timing.md); absent: nothing waits (instant). */
+  timing?: Timing | undefined;
   /**
    * command_execute runs the script in a shell on this host (`--allow-execute`); otherwise
    * it answers that execution is not supported.
    */
   allowExecute?: boolean | undefined;
-  /** How long a rebooting CN stays down (`--boot-seconds`); DEFAULT_BOOT_SECONDS otherwise. */
+  /** How long a rebooting CN stays down (`--boot-seconds`); the timing profile's `cn.boot` otherwise. */
   bootSeconds?: number | undefined;
   /** RFD 82: agent_install adopts its new instance into SAPI; absent without a SAPI. */
   agentInstances?: AgentInstanceAdopter | undefined;
@@ -93,8 +97,18 @@ export interface TaskContext {
   readonly untilDetach: UntilDetach;
   /** Emit a `progress` event. */
   progress(value: number): void;
-  /** Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps. */
-  step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Run one named step with `start:<name>` / `end:<name>` events, like Task.createSteps; the
+   * step takes the time the timing profile gives `tasks.<task>.<name>` (with `bytes` moved).
+   */
+  step<T>(name: string, description: string, progress: number | undefined, fn: () => Promise<T>, bytes?: number): Promise<T>;
+  /** Wait out the time of the task's phase `name` (`tasks.<task>.<name>`; `bytes` moved at its rate). */
+  phase(name: string, bytes?: number): Promise<void>;
+  /**
+   * For vmadm's paced operations: the task gives its place among the daemon's working tasks
+   * back while the VM only takes time, and takes it back after (admission.ts).
+   */
+  readonly waitHooks: WaitHooks;
   /** Serialise with other tasks on this VM for the duration of `fn`. */
   withVmLock<T>(vmUuid: string, fn: () => Promise<T>): Promise<T>;
   /** Wait `ms`, or reject when the task is aborted. */

@@ -25,8 +25,8 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { writeFileDurable } from '../../common/durable-file.js';
-import type { Logger } from '../../common/log.js';
+import { mkdirBelow, writeFileDurable } from '../../common/durable-file.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
@@ -95,6 +95,9 @@ interface CnState {
 }
 
 const POST_CMDS_KEPT = 20;
+
+/** SAPI does not know an instance of a CN that never had a check succeed: not adopted yet. */
+class NotAdoptedYet extends Error {}
 
 export class ConfigAgentPlugin implements CnAgentPlugin {
   readonly name = 'config-agent';
@@ -220,11 +223,11 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     st.firstCheckAt ??= Date.now();
     this.counters.checks++;
     const reqId = newUuid();
-    const failures: string[] = [];
+    const failures: Error[] = [];
     st.running = Promise.all(
       [...st.instances].map(([inst, agent]) =>
         this.checkInstance(st, inst, agent, reqId).catch((err: unknown) => {
-          failures.push((err as Error).message);
+          failures.push(err as Error);
         }),
       ),
     ).then(() => undefined);
@@ -237,11 +240,17 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
       delete st.lastError;
     } else {
       this.counters.checkFailures++;
-      this.ctx.countError('config-agent.sapi');
-      // Logged when a CN's failure changes, not every round (an instance SAPI has not adopted
-      // yet fails every CN's first check at a fleet's start).
-      if (st.lastError !== failures[0]) this.log.warn({ server: uuid, req_id: reqId, err: failures[0] }, 'checkAndRefresh: finish: failure');
-      st.lastError = failures[0]!;
+      const first = failures[0]!;
+      // A new CN's instances not adopted by SAPI yet (sapi-instances does it after the CN's
+      // registration) is how a CN starts, not a fault: INFO, and no error in status.
+      const notYet = failures.every((f) => f instanceof NotAdoptedYet);
+      if (!notYet) this.ctx.countError('config-agent.sapi');
+      // Logged when a CN's failure changes, not every round.
+      if (st.lastError !== first.message) {
+        if (notYet) this.log.info({ server: uuid, req_id: reqId, err: first.message }, "SAPI has not adopted this CN's agent instances yet; checking again soon");
+        else this.log.warn({ server: uuid, req_id: reqId, err: first.message }, 'checkAndRefresh: finish: failure');
+      }
+      st.lastError = first.message;
     }
     this.due.set(uuid, this.nextDelay(st));
   }
@@ -259,6 +268,7 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     }
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const body = res.body as { code?: string; message?: string } | undefined;
+      if (res.statusCode === 404 && st.lastOk === undefined) throw new NotAdoptedYet(`SAPI GetConfig ${inst}: 404${body?.message ? ` ${body.message}` : ''}`);
       throw new Error(`SAPI GetConfig ${inst}: ${res.statusCode}${body?.message ? ` ${body.message}` : ''}`);
     }
     const config = res.body;
@@ -305,11 +315,13 @@ export class ConfigAgentPlugin implements CnAgentPlugin {
     // Detached meanwhile (the CN is being removed): its dir is going, nothing is written there.
     if (this.cns.get(st.cn.uuid) !== st) return false;
     try {
-      await fsp.mkdir(path.dirname(file), { recursive: true });
+      await mkdirBelow(st.cn.paths.dir, path.dirname(file));
       await writeFileDurable(file, contents);
     } catch (err) {
+      // The CN was removed while its file was rendered: nothing to write to, nothing wrong.
+      if (this.cns.get(st.cn.uuid) !== st) return false;
       this.counters.writeErrors++;
-      this.log.error({ server: st.cn.uuid, path: m.path, err }, 'failed to write config file');
+      this.log.error({ server: st.cn.uuid, path: m.path, ...failureFields(err) }, 'failed to write config file');
       return false;
     }
     st.files.set(m.path, hash);

@@ -23,7 +23,7 @@
  * vms.ts, what a sync asks FWAPI and VMAPI sync-queries.ts, what it already asked remote-cache.ts.
  */
 import { HttpStatusError } from '../../common/http-client.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { newUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
@@ -157,7 +157,7 @@ export class FirewallerPlugin implements CnAgentPlugin {
           this.log.warn({ server: cn.uuid, file: store.file }, 'firewall state unreadable: set aside, rebuilt from FWAPI');
         }
       },
-      (err: unknown) => this.log.error({ server: cn.uuid, err }, 'reading firewall state failed'),
+      (err: unknown) => this.log.error({ server: cn.uuid, ...failureFields(err) }, 'reading firewall state failed'),
     );
     st.chain = st.loaded;
     this.cns.set(cn.uuid, st);
@@ -282,8 +282,10 @@ export class FirewallerPlugin implements CnAgentPlugin {
       try {
         await fn();
       } catch (err) {
+        // The CN was removed while the task ran (its store is gone with it): nothing failed.
+        if (this.cns.get(st.cn.uuid) !== st) return;
         this.counters.taskFailures++;
-        this.log.error({ server: st.cn.uuid, req_id: reqId, err }, `Error running task "${name}"`);
+        this.log.error({ server: st.cn.uuid, req_id: reqId, ...failureFields(err) }, `Error running task "${name}"`);
       }
       st.recent.unshift(reqId);
       if (st.recent.length > RECENT_TASKS) st.recent.pop();
@@ -400,10 +402,12 @@ export class FirewallerPlugin implements CnAgentPlugin {
         return;
       } catch (err) {
         st.lastSyncError = (err as Error).message;
-        if (attempt >= this.options.retries || this.stopped || this.cns.get(st.cn.uuid) !== st) {
+        // Removed meanwhile, or the daemon stopping: nothing to sync, nothing wrong.
+        if (this.cns.get(st.cn.uuid) !== st || this.stopped) return;
+        if (attempt >= this.options.retries) {
           this.counters.syncFailures++;
           this.ctx.countError('firewaller.sync');
-          this.log.error({ server: st.cn.uuid, req_id: reqId, err, attempts: attempt + 1 }, 'sync failed');
+          this.log.error({ server: st.cn.uuid, req_id: reqId, ...failureFields(err), attempts: attempt + 1 }, 'sync failed');
           return;
         }
         this.counters.syncRetries++;

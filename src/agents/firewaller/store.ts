@@ -7,7 +7,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { writeFileDurable } from '../../common/durable-file.js';
+import { mkdirBelow, writeFileDurable } from '../../common/durable-file.js';
 import type { RemoteVm, RuleData } from './rules.js';
 
 interface StateFile {
@@ -57,8 +57,8 @@ export class FwStore {
     if (this.writing) return this.writing.then(() => (this.dirty ? this.save() : undefined));
     this.dirty = false;
     const doc: StateFile = { version: 1, rules: [...this.rules.values()], rvms: [...this.rvms.values()] };
-    this.writing = fsp
-      .mkdir(path.dirname(this.file), { recursive: true })
+    // Below the CN's directory only: a save racing the CN's removal fails, it does not bring the directory back.
+    this.writing = mkdirBelow(path.dirname(path.dirname(this.file)), path.dirname(this.file))
       .then(() => writeFileDurable(this.file, `${JSON.stringify(doc)}\n`))
       .finally(() => {
         this.writing = undefined;

@@ -131,6 +131,9 @@ export class NicReconciler {
     }
     const ua = this.d.userAgent(t);
     if (t.stale || t.remote === undefined) await this.fetch(t, ua);
+    // The CN may have been removed while NAPI answered: its removal releases its NICs, and a
+    // POST now would bring one back that no CN owns.
+    if (t.finished || t.owner.detached || !this.d.isRunning()) return;
     if (t.local === undefined) return void (t.dirty = true);
     if (t.remote === null) {
       if (t.deletedInNapi && t.local.kind === 'zone') {

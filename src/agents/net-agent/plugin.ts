@@ -25,7 +25,7 @@ import path from 'node:path';
 import type { AgentPluginContext, CnAgentPlugin } from '../../runtime/agent-plugin.js';
 import { Scheduler } from '../../runtime/scheduler.js';
 import { writeFileDurable } from '../../common/durable-file.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { isUuid, newUuid } from '../../common/uuid.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm, VmEvent } from '../../vmadm/types.js';
@@ -170,7 +170,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
       cn.subscription = mockCn.vms.subscribe((ev) => this.onVmEvent(cn, ev));
     } catch (err) {
       this.ctx.countError('net-agent.subscribe');
-      this.log.error({ err, server: mockCn.uuid }, 'cannot watch the VMs of this CN; net-agent skips it');
+      this.log.error({ ...failureFields(err), server: mockCn.uuid }, 'cannot watch the VMs of this CN; net-agent skips it');
       return;
     }
     this.cns.set(mockCn.uuid, cn);
@@ -254,7 +254,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
       for (const vmUuid of cn.vmMacs.keys()) this.pusher.mark(cn, vmUuid);
     } catch (err) {
       this.ctx.countError('net-agent.pass');
-      this.log.error({ err, server: cn.cn.uuid }, 'net-agent pass failed');
+      logFailure(this.log, err, { server: cn.cn.uuid }, 'net-agent pass failed');
     }
     this.schedulePass(cn, Scheduler.jitter(this.options.fullPassIntervalMs));
   }
@@ -378,7 +378,7 @@ export class NetAgentPlugin implements CnAgentPlugin {
       this.pusher.mark(cn, vm.uuid);
     } catch (err) {
       this.ctx.countError('net-agent.event');
-      this.log.error({ err, server: cn.cn.uuid, vm: ev.uuid }, 'net-agent failed to handle a VM event');
+      logFailure(this.log, err, { server: cn.cn.uuid, vm: ev.uuid }, 'net-agent failed to handle a VM event');
     }
   }
 

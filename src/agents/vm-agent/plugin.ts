@@ -21,7 +21,7 @@ import { doublingDelay } from '../../runtime/backoff.js';
 import { Scheduler, type ScheduledJob } from '../../runtime/scheduler.js';
 import { toMockcloudError } from '../../common/errors.js';
 import { vmIsOnServer } from '../../common/ownership.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Vm, VmEvent, VmSubscription } from '../../vmadm/types.js';
 import { selectVmsToPut } from './compare.js';
@@ -119,7 +119,7 @@ export class VmAgentPlugin implements CnAgentPlugin {
       link.subscription = cn.vms.subscribe((ev) => this.onEvent(link, ev));
     } catch (err) {
       this.ctx.countError('vm-agent.subscribe');
-      this.log.error({ err, server: cn.uuid }, 'cannot watch the VMs of this CN; vm-agent skips it');
+      this.log.error({ ...failureFields(err), server: cn.uuid }, 'cannot watch the VMs of this CN; vm-agent skips it');
       return;
     }
     this.links.set(cn.uuid, link);

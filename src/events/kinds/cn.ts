@@ -1,7 +1,7 @@
 /**
  * Events on whole CNs: offline, flap, partition, reboot, slow-heartbeat.
  */
-import { cameUp, losePower, startReboot } from '../../mockcn/power-cycle.js';
+import { bootTimingOf, cameUp, losePower, startReboot } from '../../mockcn/power-cycle.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Applied, EventContext } from './context.js';
 
@@ -54,10 +54,11 @@ export async function partition(ctx: EventContext<'partition'>): Promise<Applied
 /** The server_reboot task's path: halt, down for the boot time, boot, autoboot VMs start. */
 export async function reboot(ctx: EventContext<'reboot'>): Promise<Applied> {
   const { scheduler, log } = ctx.host;
-  const bootMs = ctx.req.params.bootMs ?? ctx.host.bootMs;
   for (const cn of ctx.servers) {
+    const boot = bootTimingOf(cn, ctx.host.timing, ctx.host.bootSeconds);
     const started = startReboot(cn, {
-      bootMs,
+      ...boot,
+      ...(ctx.req.params.bootMs !== undefined ? { bootMs: ctx.req.params.bootMs } : {}),
       eventId: ctx.id,
       wait: (ms) => new Promise((resolve) => void scheduler.schedule(ms, resolve)),
       log,
@@ -95,7 +96,7 @@ export async function powerLoss(ctx: EventContext<'power-loss'>): Promise<Applie
   );
   const restore = (cn: MockCn): void => {
     if (ctx.host.fleet.get(cn.uuid) !== cn) return;
-    const kernelMs = bootMs ?? ctx.host.bootMs;
+    const kernelMs = bootMs ?? bootTimingOf(cn, ctx.host.timing, ctx.host.bootSeconds).bootMs;
     const boot =
       cn.powerOn?.('power-loss', { eventId: ctx.id, kernelMs }) ??
       new Promise<void>((resolve) => void scheduler.schedule(kernelMs, resolve)).then(() => cameUp(cn, log));

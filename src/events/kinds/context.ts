@@ -5,6 +5,7 @@ import type { RandomStream } from '../../common/seeded-random.js';
 import type { EventFaultRule } from '../../agents/cn-agent/faults.js';
 import type { MockCn } from '../../mockcn/types.js';
 import type { Scheduler } from '../../runtime/scheduler.js';
+import type { Timing } from '../../timing/timing.js';
 import type { Conditions } from '../conditions.js';
 import type { NetworkFaults } from '../network.js';
 import type { PowerHolds } from '../power.js';
@@ -24,8 +25,10 @@ export interface EventsHost {
   taskFaults?: { addEventRule(rule: EventFaultRule): string; remove(id: string): boolean };
   /** Whether cn-agent runs a task of this name (task-fault's task is checked against it). */
   knownTask?(name: string): boolean;
-  /** How long a rebooting CN stays down (the daemon's --boot-seconds). */
-  bootMs: number;
+  /** The daemon's --boot-seconds, when given (else the timing's cn.boot). */
+  bootSeconds?: number | undefined;
+  /** The daemon's timing: CN boots, and the timing events' adjustments; absent: instant. */
+  timing?: Timing | undefined;
 }
 
 export interface EventContext<T extends EventType = EventType> {

@@ -5,6 +5,7 @@
  * event draws its decisions from its own seeded stream.
  */
 import { MockcloudError } from '../../common/errors.js';
+import { BUILTIN_PROFILES } from '../../timing/builtin.js';
 import type { OutboundRule } from '../network.js';
 import type { Applied, EventContext } from './context.js';
 
@@ -41,4 +42,21 @@ export async function outboundFault(ctx: EventContext<'outbound-fault'>): Promis
   };
   ctx.network.addRule(rule);
   return { undo: () => ctx.network.removeRule(rule) };
+}
+
+/** A while of other timing on the targets (or some of their VMs): Timing.adjust until the end. */
+export async function timingEvent(ctx: EventContext<'timing'>): Promise<Applied> {
+  const timing = ctx.host.timing;
+  if (!timing) throw new MockcloudError('ServiceUnavailable', 'this daemon has no timing to adjust');
+  const p = ctx.req.params;
+  const profile = p.profile !== undefined ? BUILTIN_PROFILES.get(p.profile) : undefined;
+  const undo = timing.adjust({
+    servers: new Set(ctx.servers.map((cn) => cn.uuid)),
+    ...(p.vms ? { vms: new Set(p.vms) } : {}),
+    ...(p.keys ? { keys: p.keys } : {}),
+    ...(p.factor !== undefined ? { factor: p.factor } : {}),
+    ...(profile ? { profile } : {}),
+  });
+  if (p.vms) ctx.vms.push(...p.vms);
+  return { undo };
 }

@@ -40,7 +40,7 @@ import {
 } from '../../common/dhcp/wire.js';
 import { Gate } from '../../common/gate.js';
 import { JsonHttpClient } from '../../common/http-client.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { cidrContains } from '../../common/ipv4.js';
 import { napiIpv4, napiSubnet } from '../napi/addr.js';
 import { BootParamsSource, nicTagOfCircuit, type BootParams } from './boot-params.js';
@@ -130,9 +130,10 @@ export class DevBooter {
     this.host = where.host;
     const sock = dgram.createSocket({ type: where.host.includes(':') ? 'udp6' : 'udp4' });
     sock.on('message', (msg, peer) => {
-      this.onMessage(msg, peer).catch((err: unknown) => this.log.error({ err }, 'booter: handling a DHCP message failed'));
+      // CNAPI away or answering an error: the CN retransmits, as it does to sdc-booter (a WARN, no stack).
+      this.onMessage(msg, peer).catch((err: unknown) => logFailure(this.log, err, {}, 'booter: handling a DHCP message failed'));
     });
-    sock.on('error', (err) => this.log.error({ err }, 'booter socket error'));
+    sock.on('error', (err) => this.log.error(failureFields(err), 'booter socket error'));
     await new Promise<void>((resolve, reject) => {
       sock.once('error', reject);
       sock.bind(where.port, where.host, () => {

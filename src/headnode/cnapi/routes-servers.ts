@@ -11,6 +11,7 @@ import { noContent, ok, params, route, type RestifyServer } from '../http.js';
 import type { DapiServer } from './dapi/algorithms.js';
 import { EXTRAS_ALL, fieldsFromStatus, renderServer, type Extras } from './servers.js';
 import { ensureParamsValid, invalidParameters, type Rules } from './validate.js';
+import { logFailure } from '../../common/log.js';
 
 const LIST_MIN_LIMIT = 1;
 const LIST_MAX_LIMIT = 1000;
@@ -258,14 +259,14 @@ export function mountServerRoutes(server: RestifyServer, ctx: CnapiContext): voi
       setImmediate(() => {
         try {
           if (!p.vms || typeof p.vms !== 'object' || Array.isArray(p.vms)) {
-            throw new Error('statusUpdate.vms (object) is required');
+            throw new MockcloudError('InvalidArgument', 'statusUpdate.vms (object) is required');
           }
           for (const k of ['meminfo', 'diskinfo']) if (!p[k]) log.warn({ server_uuid: rec.uuid }, `update missing "${k}"`);
           if (!ctx.servers.get(rec.uuid)) return;
           const r = ctx.servers.upsert(rec.uuid, fieldsFromStatus(p));
           if (r.modified) void ctx.saveServers(false);
         } catch (err) {
-          log.error({ err, server_uuid: rec.uuid }, 'Failed to update status');
+          logFailure(log, err, { server_uuid: rec.uuid }, 'Failed to update status');
         }
       });
       return noContent();

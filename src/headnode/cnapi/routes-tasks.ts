@@ -96,11 +96,7 @@ export function mountTaskRoutes(server: RestifyServer, ctx: CnapiContext): void 
         // CNAPI would fall back to Ur's /usr/bin/sysinfo; the dev headnode has no Ur.
         throw new MockcloudError('InternalError', 'Unable to gather latest sysinfo');
       }
-      const outcome = await runTaskSync(ctx, s, 'server_sysinfo', p, req.getId());
-      if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
-      const sysinfo = (outcome.body as { sysinfo?: Sysinfo } | undefined)?.sysinfo;
-      if (!sysinfo || typeof sysinfo !== 'object') throw new MockcloudError('InternalError', 'Unable to gather latest sysinfo');
-      await ctx.updateFromSysinfo(sysinfo);
+      await refreshSysinfo(ctx, s, p, req.getId());
       return { status: 200 };
     }),
   );
@@ -286,10 +282,21 @@ async function agentRequest(ctx: CnapiContext, s: ServerRecord, method: 'GET' | 
   return res.body;
 }
 
+/** sysinfo-refresh: run cn-agent's `server_sysinfo` and register what it returns. */
+async function refreshSysinfo(ctx: CnapiContext, s: ServerRecord, p: Params, reqId: string): Promise<void> {
+  const outcome = await runTaskSync(ctx, s, 'server_sysinfo', p, reqId);
+  if (!outcome.ok) throw new MockcloudError('InternalError', outcome.message);
+  const sysinfo = (outcome.body as { sysinfo?: Sysinfo } | undefined)?.sysinfo;
+  if (!sysinfo || typeof sysinfo !== 'object') throw new MockcloudError('InternalError', 'Unable to gather latest sysinfo');
+  await ctx.updateFromSysinfo(sysinfo);
+}
+
 /**
  * The `server-update-nics` workflow, in process: apply the NIC changes to the server's NICs
  * in NAPI (those NAPI knows; the CN's own NICs may not be there), send cn-agent
- * `server_update_nics` with the resulting NICs, and register the sysinfo it returns.
+ * `server_update_nics` with the resulting NICs, then refresh the server's sysinfo (the
+ * workflow's `cnapi.refresh_server_sysinfo`, wf-shared's refreshServerSysinfo: the task's own
+ * sysinfo when it returned one, else sysinfo-refresh; the real task finishes with `{}`).
  */
 async function serverUpdateNics(
   ctx: CnapiContext,
@@ -323,4 +330,5 @@ async function serverUpdateNics(
   if (!outcome.ok) throw new Error(outcome.message);
   const sysinfo = (outcome.body as { sysinfo?: Sysinfo } | undefined)?.sysinfo;
   if (sysinfo && typeof sysinfo === 'object' && sysinfo.UUID === serverUuid) await ctx.updateFromSysinfo(sysinfo);
+  else await refreshSysinfo(ctx, server, { server_uuid: serverUuid }, reqId);
 }

@@ -4,7 +4,8 @@
  * CNAPI does. State (servers, tasks) lives in two documents of the headnode store.
  */
 import path from 'node:path';
-import type { Logger } from '../../common/log.js';
+import type { Pacing } from '../../timing/wait.js';
+import { failureFields, logFailure, type Logger } from '../../common/log.js';
 import { JsonHttpClient, HttpStatusError } from '../../common/http-client.js';
 import type { Sysinfo } from '../../common/sysinfo.js';
 import { DEFAULT_PLATFORM } from '../../common/triton-defaults.js';
@@ -33,6 +34,8 @@ import type { HeadnodeStore, JournaledDocument, StateDocument } from '../store.j
 
 export interface CnapiServiceOptions {
   log: Logger;
+  /** How long waitlist activations and workflow steps take (docs/timing.md); absent: no time. */
+  pacing?: Pacing | undefined;
   /** The headnode's persistence (src/headnode/store.ts). */
   store: HeadnodeStore;
   napiUrl: string;
@@ -91,7 +94,7 @@ export class CnapiService {
     // Task records carry whole VM objects; the newest 5000 are kept (CNAPI keeps 30 days,
     // a dev headnode under a benchmark would grow without bound) and saved at most once a second.
     this.taskDoc = opts.store.document('cnapi-tasks', () => ({ tasks: this.tasks.snapshot() }), { lazyDelayMs: 1000 });
-    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon() });
+    this.waitlist = new Waitlist({ onChange: () => this.waitlistDoc.saveSoon(), pacing: opts.pacing });
     this.waitlistDoc = opts.store.document('cnapi-waitlist', () => ({ tickets: this.waitlist.snapshot() }));
     this.heartbeats = new HeartbeatReconciler({
       servers: this.servers,
@@ -191,9 +194,9 @@ export class CnapiService {
     this.server = undefined;
     this.http.close();
     await Promise.all([
-      this.serverDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving servers failed')),
-      this.taskDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving tasks failed')),
-      this.waitlistDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving the waitlist failed')),
+      this.serverDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving servers failed')),
+      this.taskDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving tasks failed')),
+      this.waitlistDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving the waitlist failed')),
     ]);
   }
 
@@ -223,7 +226,7 @@ export class CnapiService {
         (err: unknown) => {
           const b = err instanceof HttpStatusError ? (err.body as { code?: string; errors?: { code?: string }[] }) : undefined;
           if (b && (b.errors?.[0]?.code === 'Duplicate' || b.code === 'Duplicate')) return;
-          this.log.error({ err, tag: name }, 'Error adding nic tag to NAPI');
+          logFailure(this.log, err, { tag: name }, 'Error adding nic tag to NAPI');
           throw err;
         },
       )

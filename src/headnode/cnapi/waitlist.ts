@@ -3,8 +3,13 @@
  * in each queue at most one ticket is `active`, the oldest `queued` one becomes active when the
  * active one is released (`finished`), deleted or `expired`. A director checks expiry every
  * 500 ms and wakes waiters when their ticket turns active or expires.
+ *
+ * With a timing (docs/timing.md `waitlist.activation`), a ticket becomes active only when the
+ * director's next round notices its queue is free, as CNAPI's does (WAITLIST_PERIOD_MS): up
+ * to 500 ms after it was created or the ticket before it released, on the smartos profile.
  */
 import { randomUUID } from 'node:crypto';
+import type { Pacing } from '../../timing/wait.js';
 
 export type TicketStatus = 'queued' | 'active' | 'finished' | 'expired';
 
@@ -34,9 +39,13 @@ export class Waitlist {
   private readonly waiters = new Map<string, Waiter[]>();
   private timer: NodeJS.Timeout | undefined;
   private readonly onChange: () => void;
+  private readonly pacing: Pacing | undefined;
+  /** Queues whose next activation waits for the director's round. */
+  private readonly activating = new Set<string>();
 
-  constructor(opts: { onChange: () => void }) {
+  constructor(opts: { onChange: () => void; pacing?: Pacing | undefined }) {
     this.onChange = opts.onChange;
+    this.pacing = opts.pacing;
   }
 
   restore(records: unknown): void {
@@ -181,6 +190,24 @@ export class Waitlist {
 
   /** activateOneTicket: with no active ticket in the queue, the oldest queued one becomes active. */
   private activateNext(t: WaitlistTicket): void {
+    const q = this.queue(t);
+    if (q.length === 0 || q.some((x) => x.status === 'active')) return;
+    const delay = this.pacing?.ms('waitlist.activation') ?? 0;
+    if (delay > 0) {
+      const key = `${t.server_uuid}/${t.scope}/${t.id}`;
+      if (this.activating.has(key)) return;
+      this.activating.add(key);
+      void this.pacing!.wait(delay).then(() => {
+        this.activating.delete(key);
+        this.activateNow(t);
+        this.onChange();
+      });
+      return;
+    }
+    this.activateNow(t);
+  }
+
+  private activateNow(t: WaitlistTicket): void {
     const q = this.queue(t);
     if (q.length === 0 || q.some((x) => x.status === 'active')) return;
     const next = q[0]!;

@@ -3,7 +3,7 @@
  * routes (routes.ts) and the update fan-out to the firewallers on its fast port (updates.ts).
  */
 import type { JsonHttpClient } from '../../common/http-client.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import { mountFwapiRoutes } from './routes.js';
@@ -97,7 +97,7 @@ export class FwapiService {
     await this.updates?.close();
     this.updates = undefined;
     this._url = undefined;
-    await this.doc?.flush().catch((err: unknown) => this.log.error({ err }, 'saving FWAPI rules failed'));
+    await this.doc?.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving FWAPI rules failed'));
     this.doc = undefined;
   }
 }

@@ -17,6 +17,17 @@ export interface ImageFile {
   contentMD5: string;
   /** ISO time of the upload (Last-Modified). */
   mtime: string;
+  /** The ZFS dataset's guid, when the uploader (imgadm) gives it. */
+  dataset_guid?: string;
+}
+
+/** An image's icon (AddImageIcon). */
+export interface ImageIcon {
+  sha1: string;
+  size: number;
+  contentType: string;
+  contentMD5: string;
+  mtime: string;
 }
 
 /** IMGAPI's VALID_FILE_COMPRESSIONS (sdc-imgapi lib/constants.js). */
@@ -55,6 +66,11 @@ export interface ImageManifest {
   traits?: Record<string, unknown>;
   generate_passwords?: boolean;
   inherited_directories?: string[];
+  icon?: ImageIcon;
+  /** When a `creating` placeholder (CreateImageFromVm) expires if it is never published. */
+  expires_at?: string;
+  /** What failed, for an image in state `failed` (an operator's UpdateImage). */
+  error?: Record<string, unknown>;
 }
 
 /** What to generate for one seed image. */
@@ -146,8 +162,12 @@ export function seedImages(adminUuid: string): SeedImage[] {
   return out;
 }
 
-/** `Image.serialize`: the wire form (file bookkeeping stays out), in its key order. */
-export function serializeImage(m: ImageManifest): Record<string, unknown> {
+/**
+ * `Image.serialize`: the wire form (file bookkeeping stays out), in its key order; with
+ * `inclAdminFields` each file also says where it is stored (`stor`: a DC without Manta keeps
+ * its image files on the IMGAPI zone's own storage, `local`).
+ */
+export function serializeImage(m: ImageManifest, opts: { inclAdminFields?: boolean } = {}): Record<string, unknown> {
   const data: Record<string, unknown> = {
     v: m.v,
     uuid: m.uuid,
@@ -162,13 +182,21 @@ export function serializeImage(m: ImageManifest): Record<string, unknown> {
   if (m.published_at !== undefined) data.published_at = m.published_at;
   data.type = m.type;
   data.os = m.os;
-  data.files = m.files.map((f) => ({ sha1: f.sha1, size: f.size, compression: f.compression }));
+  data.files = m.files.map((f) => ({
+    sha1: f.sha1,
+    size: f.size,
+    compression: f.compression,
+    ...(f.dataset_guid !== undefined ? { dataset_guid: f.dataset_guid } : {}),
+    ...(opts.inclAdminFields ? { stor: 'local' } : {}),
+  }));
   if (m.acl && m.acl.length > 0) data.acl = m.acl;
   for (const k of OPTIONAL_WIRE_FIELDS) {
+    if (k === 'urn' && m.icon) data.icon = true;
     if (m[k] !== undefined) data[k] = m[k];
   }
   if (m.billing_tags && m.billing_tags.length > 0) data.billing_tags = m.billing_tags;
   if (m.traits && Object.keys(m.traits).length > 0) data.traits = m.traits;
+  if (m.state === 'failed' && m.error) data.error = m.error;
   return data;
 }
 

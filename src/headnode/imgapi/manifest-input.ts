@@ -1,13 +1,19 @@
 /**
- * A manifest that a client sends the dev IMGAPI (CreateImage, AdminImportImage), checked and
- * turned into a stored, unactivated image the way sdc-imgapi's `Image.create` and the
+ * A manifest that a client sends the dev IMGAPI (CreateImage, AdminImportImage), upgraded from
+ * an older manifest version, checked and turned into a stored, unactivated image the way
+ * sdc-imgapi's `Image.create` and the
  * `Image` constructor's validation (lib/images.js, imgmanifest's validators) do: the known
  * manifest fields are kept, `files` and `state` are dropped, anything else is refused as an
  * "invalid extra parameter", and the required fields must be there and valid.
  */
+import { createRequire } from 'node:module';
 import { MockcloudError, type FieldError } from '../../common/errors.js';
 import { isUuid } from '../../common/uuid.js';
 import type { ImageManifest } from './images.js';
+
+const require = createRequire(import.meta.url);
+/** Triton's own manifest library (node-imgmanifest), as IMGAPI uses it. */
+const imgmanifest = require('imgmanifest') as { upgradeManifest(m: Record<string, unknown>): Record<string, unknown> };
 
 /** imgmanifest's VALID_TYPES and VALID_OSES. */
 const TYPES = ['zone-dataset', 'zvol', 'lx-dataset', 'docker', 'other'];
@@ -72,7 +78,15 @@ function invalid(field: string, message: string): FieldError {
  * A new unactivated image from `data`. `uuid` is the image's uuid (the given one for an
  * import, a fresh one for CreateImage); `isImport` keeps `published_at` and `urn` as given.
  */
-export function newImage(data: Record<string, unknown>, uuid: string, isImport: boolean): ImageManifest {
+export function newImage(given: Record<string, unknown>, uuid: string, isImport: boolean): ImageManifest {
+  // Image.create upgrades an older manifest first (a v1 `.dsmanifest` of DSAPI days), with
+  // imgmanifest's own rules; what cannot be upgraded is left for the checks below.
+  let data = given;
+  try {
+    data = imgmanifest.upgradeManifest(structuredClone(given));
+  } catch {
+    // not upgradable: validated as it is
+  }
   const zvolOnly = ['nic_driver', 'disk_driver', 'cpu_type', 'image_size'];
   const importOnly = ['uuid', 'published_at', 'urn'];
   const extra = Object.keys(data).filter(

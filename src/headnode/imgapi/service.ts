@@ -1,6 +1,9 @@
 /**
- * The dev headnode's IMGAPI: ListImages, GetImage and GetImageFile over a small seeded
- * catalogue (see images.ts), and the writes `imgadm publish` makes (writes.ts). Manifests live in the headnode store ("imgapi"), files under
+ * The dev headnode's IMGAPI in 'dc' mode (sdc-imgapi lib/images.js): ListImages, GetImage
+ * and GetImageFile over a small seeded catalogue (see images.ts), with an account's view
+ * (access.ts); the writes `imgadm publish` makes (writes.ts); Enable/DisableImage, the ACL,
+ * icons (icons.ts), CloneImage (clone.ts); `ping?error=` (errors.ts) and import-lxd-image's
+ * checks (lxd.ts). Manifests live in the headnode store ("imgapi"), files under
  * `<data-dir>/headnode/imgapi/images/<uuid>/file0`. At start every seed image's file is
  * checked (size and sha1) and regenerated when missing or damaged; generation is
  * reproducible, so an image's uuid, size and sha1 stay the same across restarts.
@@ -10,15 +13,33 @@ import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { writeFileDurable } from '../../common/durable-file.js';
+import { JsonHttpClient } from '../../common/http-client.js';
 import { MockcloudError } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
-import { isUuid } from '../../common/uuid.js';
 import { closeServer, createServer, listen, route, type Req, type Reply, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
 import { buildTarball } from './build.js';
 import { matches, seedImages, serializeImage, type ImageManifest, type ListFilter } from './images.js';
-import { activateImage, addImageFile, adminImportImage, createImage, deleteImage, imageAction, updateImage, type ImageCatalogue } from './writes.js';
+import { boolParam, checkIfMatch, ensureOwner, imageEtag, imageForRequest, notModified, requestAccount, validUuid, visibleTo } from './access.js';
+import { cloneImage } from './clone.js';
+import { CreateFromVm, type CreateFromVmPeers } from './create-from-vm.js';
+import { imgapiErrors, pingError } from './errors.js';
+import { addImageIcon, deleteImageIcon, getImageIcon } from './icons.js';
+import { adminImportLxdImage } from './lxd.js';
+import {
+  activateImage,
+  addImageFile,
+  adminImportImage,
+  changeImageAcl,
+  createImage,
+  deleteImage,
+  enableDisableImage,
+  exportImage,
+  imageAction,
+  updateImage,
+  type ImageCatalogue,
+} from './writes.js';
 
 export interface ImgapiServiceOptions {
   log: Logger;
@@ -43,6 +64,9 @@ export class ImgapiService {
   private doc: StateDocument | undefined;
   private server: RestifyServer | undefined;
   private _url: string | undefined;
+  /** CreateImageFromVm, once the headnode has said where VMAPI, CNAPI and the workflow API are. */
+  private createFromVm: CreateFromVm | undefined;
+  private http: JsonHttpClient | undefined;
 
   constructor(opts: ImgapiServiceOptions) {
     this.log = opts.log.child({ component: 'imgapi' });
@@ -57,7 +81,9 @@ export class ImgapiService {
 
   /** The manifests (wire form), e.g. for picking an image to provision. */
   list(filter: ListFilter = {}): Record<string, unknown>[] {
-    return this.sorted().filter((m) => matches(m, filter)).map(serializeImage);
+    return this.sorted()
+      .filter((m) => matches(m, filter))
+      .map((m) => serializeImage(m));
   }
 
   fileOf(uuid: string): string {
@@ -98,11 +124,27 @@ export class ImgapiService {
     this.log.info({ url: this._url, images: this.images.size }, 'IMGAPI listening');
   }
 
+  /** Where CreateImageFromVm finds the VM, sends the task and runs its job. */
+  setPeers(peers: CreateFromVmPeers): void {
+    this.http ??= new JsonHttpClient({ maxSockets: 16, timeoutMs: 60_000, userAgent: 'imgapi/4.13.1 (mockcloud)' });
+    const trim = (u: string): string => u.replace(/\/+$/, '');
+    this.createFromVm = new CreateFromVm({
+      http: this.http,
+      log: this.log,
+      imgapiUrl: () => this.url,
+      cat: this.catalogueView(),
+      urls: { ...peers, vmapi: trim(peers.vmapi), cnapi: trim(peers.cnapi), napi: trim(peers.napi) },
+    });
+  }
+
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
+    this.http?.close();
+    this.http = undefined;
+    this.createFromVm = undefined;
     this.server = undefined;
     this._url = undefined;
-    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving IMGAPI state failed'));
+    if (this.doc) await this.doc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving IMGAPI state failed'));
     this.doc = undefined;
   }
 
@@ -143,38 +185,39 @@ export class ImgapiService {
     }
   }
 
-  /** `reqValidUuid`. */
-  private validUuid(req: Req): string {
-    const uuid = String(req.params.uuid);
-    if (!isUuid(uuid) || uuid !== uuid.toLowerCase()) throw new MockcloudError('ResourceNotFound', `${req.url} does not exist`);
-    return uuid;
-  }
-
-  /** `reqValidUuid` + `reqGetImage`. */
-  private imageFor(req: Req): ImageManifest {
-    const uuid = this.validUuid(req);
-    const m = this.images.get(uuid);
-    if (!m) throw new MockcloudError('ResourceNotFound', `image ${uuid} not found`);
-    return m;
-  }
-
   private mountRoutes(server: RestifyServer): void {
     const r = (fn: Parameters<typeof route>[1]) => route(this.log, fn);
-    server.get('/ping', r(() => ({ status: 200, body: { ping: 'pong', pid: process.pid, version: '4.13.1', imgapi: true } })));
+    const cat = this.catalogueView();
+    const image = (req: Req): ImageManifest => imageForRequest(this.images, req);
+    /** reqGetImage + reqEnsureAccountIsImageOwner: a write by an account is its owner's. */
+    const ownImage = (req: Req): ImageManifest => {
+      const m = image(req);
+      ensureOwner(req, m);
+      return m;
+    };
+    server.get(
+      '/ping',
+      r((req) => {
+        const error = (req.query as Record<string, unknown> | undefined)?.error;
+        if (error !== undefined) throw pingError(String(error));
+        return { status: 200, body: { ping: 'pong', pid: process.pid, version: '4.13.1', imgapi: true } };
+      }),
+    );
     server.get('/images', r((req) => ({ status: 200, body: this.listImages(req) })));
     const getImage = r((req) => {
-      const body = serializeImage(this.imageFor(req));
-      const etag = createHash('sha1').update(JSON.stringify(body), 'utf8').digest('hex');
+      const m = image(req);
+      const body = serializeImage(m, { inclAdminFields: boolParam(req, 'inclAdminFields', false) });
+      const etag = imageEtag(m);
       return notModified(req, etag) ?? { status: 200, body, headers: { Etag: etag } };
     });
     server.get('/images/:uuid', getImage);
     server.head('/images/:uuid', getImage);
     const getFile = r(async (req, res) => {
-      const m = this.imageFor(req);
+      const m = image(req);
       const index = Number.parseInt(String((req.query as Record<string, unknown> | undefined)?.index ?? '0'), 10) || 0;
-      if (m.files.length === 0) throw new MockcloudError('ResourceNotFound', `image "${m.uuid}" has no file`);
+      if (m.files.length === 0) throw imgapiErrors.notFound(`image "${m.uuid}" has no file`);
       const f = m.files[index];
-      if (!f) throw new MockcloudError('ResourceNotFound', `image "${m.uuid}" has no file at index ${index}`);
+      if (!f) throw imgapiErrors.notFound(`image "${m.uuid}" has no file at index ${index}`);
       const cond = notModified(req, f.sha1);
       if (cond) return cond;
       res.writeHead(200, {
@@ -193,20 +236,44 @@ export class ImgapiService {
     server.get('/images/:uuid/file', getFile);
     server.head('/images/:uuid/file', getFile);
 
-    const cat = this.catalogueView();
-    server.post('/images', r((req) => createImage(cat, req, randomUUID)));
     server.post(
-      '/images/:uuid',
-      r((req) => {
-        this.validUuid(req);
-        // AdminImportImage runs before the image is looked up: it must not exist yet.
-        const action = imageAction(req);
-        if (action === 'import') return adminImportImage(cat, req);
-        return action === 'update' ? updateImage(cat, this.imageFor(req), req) : activateImage(cat, this.imageFor(req));
+      '/images',
+      r((req, res) => {
+        if ((req.query as Record<string, unknown> | undefined)?.action === 'import-lxd-image') {
+          adminImportLxdImage(req, res);
+          return;
+        }
+        if ((req.query as Record<string, unknown> | undefined)?.action === 'create-from-vm') {
+          if (!this.createFromVm) throw new MockcloudError('ServiceUnavailable', 'Workflow API is down.');
+          return this.createFromVm.handle(req, randomUUID);
+        }
+        return createImage(cat, req, randomUUID);
       }),
     );
-    server.put('/images/:uuid/file', r((req) => addImageFile(cat, this.imageFor(req), req)));
-    server.del('/images/:uuid', r((req) => deleteImage(cat, this.imageFor(req))));
+    server.post(
+      '/images/:uuid',
+      r(async (req) => {
+        validUuid(req);
+        // AdminImportImage runs before the image is looked up: it must not exist yet.
+        const action = imageAction(req);
+        if (action === 'import') return etagged(await adminImportImage(cat, req));
+        const m = ownImage(req);
+        if (action === 'export') return exportImage(req);
+        checkIfMatch(req, imageEtag(m));
+        if (action === 'update') return etagged(await updateImage(cat, m, req));
+        if (action === 'enable' || action === 'disable') return etagged(await enableDisableImage(cat, m, action));
+        return etagged(await activateImage(cat, m));
+      }),
+    );
+    server.post('/images/:uuid/clone', r((req) => cloneImage(cat, image(req), req, randomUUID)));
+    server.post('/images/:uuid/acl', r(async (req) => etagged(await changeImageAcl(cat, ownImage(req), req))));
+    server.put('/images/:uuid/file', r(async (req) => etagged(await addImageFile(cat, ownImage(req), req))));
+    server.put('/images/:uuid/icon', r(async (req) => etagged(await addImageIcon(cat, ownImage(req), req))));
+    const getIcon = r((req, res) => getImageIcon(cat, image(req), req, res));
+    server.get('/images/:uuid/icon', getIcon);
+    server.head('/images/:uuid/icon', getIcon);
+    server.del('/images/:uuid/icon', r(async (req) => etagged(await deleteImageIcon(cat, ownImage(req)))));
+    server.del('/images/:uuid', r((req) => deleteImage(cat, ownImage(req))));
   }
 
   private listImages(req: Req): Record<string, unknown>[] {
@@ -238,7 +305,14 @@ export class ImgapiService {
       if (v !== undefined) filter[k] = v;
     }
     if (isPublic !== undefined) filter.public = isPublic;
-    let images = this.sorted().filter((m) => matches(m, filter));
+    const inclAdminFields = boolParam(req, 'inclAdminFields', false);
+    // With `account`, its own images and those activated ones it may see (apiListImages);
+    // asked for disabled or unactivated images, only its own.
+    const account = requestAccount(req);
+    const ownOnly = state === 'disabled' || state === 'unactivated';
+    let images = this.sorted().filter(
+      (m) => matches(m, filter) && (account === undefined || m.owner === account || (!ownOnly && visibleTo(m, account))),
+    );
     const marker = str('marker');
     if (marker !== undefined) {
       const at = images.findIndex((m) => m.uuid === marker);
@@ -246,7 +320,7 @@ export class ImgapiService {
       if (at >= 0) images = images.slice(at);
     }
     images = images.slice(0, limit !== undefined && limit > 0 ? Math.min(limit, 1000) : 1000);
-    return images.map(serializeImage);
+    return images.map((m) => serializeImage(m, { inclAdminFields }));
   }
 }
 
@@ -254,10 +328,8 @@ function invalidParameter(message: string, field: string): MockcloudError {
   return new MockcloudError('InvalidParameters', message, { restCode: 'InvalidParameter', errors: [{ field, code: 'Invalid', message }] });
 }
 
-/** restify conditionalRequest's If-None-Match for GET/HEAD. */
-function notModified(req: Req, etag: string): Reply | undefined {
-  const h = req.headers['if-none-match'];
-  if (!h) return undefined;
-  const tags = h.split(/\s*,\s*/).map((t) => t.replace(/^W\//, '').replace(/^"(\w*)"$/, '$1'));
-  return tags.some((t) => t === '*' || t === etag) ? { status: 304, headers: { Etag: etag } } : undefined;
+/** `resSetEtag`: a write that answers the image says its new etag. */
+function etagged(reply: Reply): Reply {
+  const etag = createHash('sha1').update(JSON.stringify(reply.body), 'utf8').digest('hex');
+  return { ...reply, headers: { ...reply.headers, Etag: etag } };
 }

@@ -3,7 +3,7 @@
  * machine_create_image) drives, following sdc-imgapi lib/images.js:
  *
  * - CreateImage `POST /images` (no action): a new unactivated image with a fresh uuid;
- *   `?action=create-from-vm` answers NotAvailable, as an IMGAPI without Manta storage does;
+ *   `?action=create-from-vm` is create-from-vm.ts;
  * - AdminImportImage `POST /images/:uuid?action=import`: the image with the manifest's own
  *   uuid, unactivated (a `creating` placeholder of that uuid is replaced, any other image
  *   of that uuid is ImageUuidAlreadyExists); the unset owner becomes the DC's admin;
@@ -24,6 +24,8 @@ import { fsyncDir } from '../../common/durable-file.js';
 import { MockcloudError } from '../../common/errors.js';
 import { isUuid } from '../../common/uuid.js';
 import { body, noContent, ok, query, type Reply, type Req } from '../http.js';
+import { isActivated, isImgapiUuid } from './access.js';
+import { fieldErr, imgapiError, imgapiErrors } from './errors.js';
 import { FILE_COMPRESSIONS, serializeImage, type FileCompression, type ImageManifest } from './images.js';
 import { invalidParameter, newImage, validationFailed } from './manifest-input.js';
 
@@ -58,11 +60,11 @@ function actionOf(req: Req): string | undefined {
 
 function invalidAction(action: string | undefined): MockcloudError {
   return action === undefined
-    ? invalidParameter('no image "action" was specified', [{ field: 'action', code: 'MissingParameter', message: 'missing' }])
-    : invalidParameter(`"${action}" is not a valid action`, [{ field: 'action', code: 'Invalid', message: 'unknown action' }]);
+    ? invalidParameter('no image "action" was specified', [fieldErr('action', 'MissingParameter')])
+    : invalidParameter(`"${action}" is not a valid action`, [fieldErr('action', 'Invalid')]);
 }
 
-function alreadyExists(uuid: string): MockcloudError {
+export function alreadyExists(uuid: string): MockcloudError {
   return new MockcloudError('Conflict', `image uuid "${uuid}" already exists`, { restCode: 'ImageUuidAlreadyExists' });
 }
 
@@ -79,9 +81,6 @@ async function ensureOrigin(cat: ImageCatalogue, origin: string | undefined): Pr
 /** `POST /images`. */
 export async function createImage(cat: ImageCatalogue, req: Req, newUuid: () => string): Promise<Reply> {
   const action = actionOf(req);
-  if (action === 'create-from-vm') {
-    throw new MockcloudError('NotImplemented', 'custom image creation is not currently available', { restCode: 'NotAvailable' });
-  }
   if (action !== undefined) throw invalidAction(action);
   const data = bodyObject(req, 'image manifest');
   const account = query(req).account;
@@ -107,9 +106,7 @@ export async function createImage(cat: ImageCatalogue, req: Req, newUuid: () => 
 /** `POST /images/:uuid?action=import` (without `source`). */
 export async function adminImportImage(cat: ImageCatalogue, req: Req): Promise<Reply> {
   const uuid = String(req.params.uuid);
-  if (query(req).account !== undefined) {
-    throw new MockcloudError('Forbidden', 'operator only', { restCode: 'OperatorOnly' });
-  }
+  if (query(req).account !== undefined) throw imgapiErrors.operatorOnly();
   const data = bodyObject(req, 'image manifest');
   if (data.uuid !== uuid) {
     throw invalidParameter(`URL UUID, "${uuid}" and body UUID, "${String(data.uuid)}" do not match`, [
@@ -147,11 +144,56 @@ export async function activateImage(cat: ImageCatalogue, m: ImageManifest): Prom
 }
 
 /** The POST /images/:uuid actions the dev IMGAPI serves. */
-export function imageAction(req: Req): 'import' | 'activate' | 'update' {
+export function imageAction(req: Req): 'import' | 'activate' | 'update' | 'enable' | 'disable' | 'export' {
   const action = actionOf(req);
   if (action === 'import' && query(req).source === undefined) return 'import';
-  if (action === 'activate' || action === 'update') return action;
+  if (action === 'activate' || action === 'update' || action === 'enable' || action === 'disable' || action === 'export') return action;
   throw invalidAction(action);
+}
+
+/** ExportImage (apiExportImage): Manta only; a DC without Manta refuses it once the path is checked. */
+export function exportImage(req: Req): never {
+  const mpath = query(req).manta_path;
+  if (mpath === undefined) {
+    throw imgapiErrors.validationFailed("missing 'manta_path' prefix parameter", [fieldErr('manta_path', 'MissingParameter')]);
+  }
+  const user = path.posix.normalize(String(mpath)).split('/')[1];
+  if (!user) throw imgapiErrors.invalidParameter('invalid manta_path prefix, not a valid manta path', [fieldErr('manta_path', 'Invalid')]);
+  throw imgapiError('StorageUnsupported', 'storage type is unsupported');
+}
+
+/** EnableImage / DisableImage (apiEnableDisableImage): the state follows (`Image._calcState`). */
+export async function enableDisableImage(cat: ImageCatalogue, m: ImageManifest, action: 'enable' | 'disable'): Promise<Reply> {
+  const disabled = action === 'disable';
+  const next: ImageManifest = { ...m, disabled, state: !isActivated(m) ? 'unactivated' : disabled ? 'disabled' : 'active' };
+  await cat.put(next);
+  return ok(serializeImage(next));
+}
+
+/** AddImageAcl / RemoveImageAcl `POST /images/:uuid/acl?action=add|remove`: a list of uuids. */
+export async function changeImageAcl(cat: ImageCatalogue, m: ImageManifest, req: Req): Promise<Reply> {
+  const action = actionOf(req);
+  if (action !== undefined && action !== 'add' && action !== 'remove') {
+    throw imgapiErrors.invalidParameter(`"${action}" is not a valid action`, [fieldErr('action', 'Invalid')]);
+  }
+  const list = body(req);
+  if (!Array.isArray(list)) throw imgapiErrors.invalidParameter('invalid image "acl" (not an array)', [fieldErr('acl', 'Invalid')]);
+  list.forEach((uuid, i) => {
+    if (!isImgapiUuid(uuid)) {
+      throw imgapiErrors.invalidParameter(`invalid image "acl" (item ${i} is not a UUID): ${String(uuid)}`, [fieldErr('acl', 'Invalid')]);
+    }
+  });
+  const acl = [...(m.acl ?? [])];
+  if (action === 'remove') {
+    if (m.acl === undefined) return ok(serializeImage(m));
+    const next: ImageManifest = { ...m, acl: acl.filter((u) => !list.includes(u)) };
+    await cat.put(next);
+    return ok(serializeImage(next));
+  }
+  for (const uuid of list as string[]) if (!acl.includes(uuid)) acl.push(uuid);
+  const next: ImageManifest = { ...m, acl };
+  await cat.put(next);
+  return ok(serializeImage(next));
 }
 
 /** imgmanifest's `mutable` fields (node-imgmanifest lib/imgmanifest.js). */
@@ -313,6 +355,7 @@ export async function addImageFile(cat: ImageCatalogue, m: ImageManifest, req: R
           compression: compression as FileCompression,
           contentMD5: md5.digest('base64'),
           mtime: new Date().toISOString(),
+          ...(typeof q.dataset_guid === 'string' && q.dataset_guid ? { dataset_guid: q.dataset_guid } : {}),
         },
       ],
     };
@@ -328,9 +371,8 @@ export async function addImageFile(cat: ImageCatalogue, m: ImageManifest, req: R
 export async function deleteImage(cat: ImageCatalogue, m: ImageManifest): Promise<Reply> {
   const dependents = [...cat.all()].filter((x) => x.origin === m.uuid).map((x) => x.uuid);
   if (dependents.length > 0) {
-    throw new MockcloudError('InvalidParameters', `image "${m.uuid}" has dependent images: ${dependents.join(', ')}`, {
-      restCode: 'ImageHasDependentImages',
-    });
+    const summary = dependents.length < 10 ? dependents.join(', ') : `${dependents.slice(0, 5).join(', ')}, and ${dependents.length - 5} more...`;
+    throw imgapiError('ImageHasDependentImages', `image "${m.uuid}" has ${dependents.length} dependent incremental image(s): ${summary}`);
   }
   await cat.remove(m.uuid);
   await fsp.rm(path.dirname(cat.fileOf(m.uuid)), { recursive: true, force: true });

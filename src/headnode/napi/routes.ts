@@ -126,7 +126,8 @@ export function mountNapiRoutes(server: RestifyServer, ctx: NapiContext, changef
 
   // --- fabrics: overlay networking is not enabled in the dev DC (`fabrics_enabled: false`)
   const noOverlay = r(() => {
-    throw new MockcloudError('PreconditionRequired', 'overlay networking is not enabled');
+    // restify 4's PreconditionRequiredError, an HttpError: its body code is the error's name.
+    throw new MockcloudError('PreconditionRequired', 'overlay networking is not enabled', { restCode: 'PreconditionRequiredError' });
   });
   const vlans = '/fabrics/:owner_uuid/vlans';
   server.get(vlans, noOverlay);

@@ -2,7 +2,8 @@
  * What a fresh Triton DC's NAPI holds for compute nodes to use: the `admin` and `external`
  * nic tags and networks. The admin network follows COAL's addressing (10.99.99.x, gateway
  * .7, first provisioned address .38) but is a /16, so that thousands of mock CNs and their
- * VMs each get an admin address; the external network is COAL's 10.88.88.0/24.
+ * VMs each get an admin address; the external network is COAL's 10.88.88.0/24. Only the admin
+ * user may provision on `admin`, as on a fresh DC.
  */
 import { addNetwork } from './networks.js';
 import { addNicTag } from './nic-tags.js';
@@ -20,6 +21,9 @@ export interface SeedNetwork {
   resolvers?: string[];
   mtu?: number;
   description?: string;
+  /** Owned by the DC's admin user (`owner_uuids: [<ufds_admin_uuid>]`), as sdc-napi's SAPI
+   * manifest template (sapi_manifests/napi/template, `initialNetworks.admin`) seeds `admin`. */
+  adminOwned?: boolean;
 }
 
 export const DEFAULT_SEED_NETWORKS: SeedNetwork[] = [
@@ -34,6 +38,7 @@ export const DEFAULT_SEED_NETWORKS: SeedNetwork[] = [
     resolvers: ['10.99.99.11'],
     mtu: 1500,
     description: 'admin network',
+    adminOwned: true,
   },
   {
     name: 'external',
@@ -53,5 +58,7 @@ export const DEFAULT_SEED_NETWORKS: SeedNetwork[] = [
 export function seedFreshDc(ctx: StateCtx, networks: SeedNetwork[] = DEFAULT_SEED_NETWORKS): void {
   const tags = new Set(['admin', 'external', ...networks.map((n) => n.nic_tag)]);
   for (const name of tags) addNicTag(ctx, { name, mtu: 1500 });
-  for (const n of networks) addNetwork(ctx, { ...n });
+  for (const { adminOwned, ...n } of networks) {
+    addNetwork(ctx, adminOwned ? { ...n, owner_uuids: [ctx.state.adminUuid] } : n);
+  }
 }

@@ -4,7 +4,7 @@
  * ("napi"); every write is acknowledged only once it is on disk. A fresh data dir starts with what a
  * fresh DC has (see seed.ts).
  */
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import type { HeadnodeStore, JournaledDocument } from '../store.js';
 import { DEFAULT_MAC_OUI } from './addr.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
@@ -102,7 +102,7 @@ export class NapiService {
     this.server = undefined;
     this._url = undefined;
     if (this.doc) {
-      await this.doc.flush().catch((err: unknown) => this.log.error({ err }, 'saving NAPI state failed'));
+      await this.doc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving NAPI state failed'));
     }
     this.doc = undefined;
   }

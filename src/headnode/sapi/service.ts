@@ -5,7 +5,7 @@
  * is answered once it is on disk. A fresh data dir starts with what a fresh DC has (seed.ts).
  */
 import path from 'node:path';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { DEFAULT_ADMIN_UUID } from '../../common/triton-defaults.js';
 import { closeServer, createServer, listen, type RestifyServer } from '../http.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -109,7 +109,7 @@ export class SapiService {
     const log = this.instanceLog;
     if (doc && log) {
       await this.compacting;
-      await log.compact(() => doc.flush()).catch((err: unknown) => this.log.error({ err }, 'saving SAPI state failed'));
+      await log.compact(() => doc.flush()).catch((err: unknown) => this.log.error(failureFields(err), 'saving SAPI state failed'));
       await log.close();
     }
     this.doc = undefined;
@@ -123,7 +123,7 @@ export class SapiService {
       const doc = this.doc!;
       this.compacting = log
         .compact(() => doc.save())
-        .catch((err: unknown) => this.log.error({ err }, 'folding the SAPI instance log into its document failed'))
+        .catch((err: unknown) => this.log.error(failureFields(err), 'folding the SAPI instance log into its document failed'))
         .finally(() => {
           this.compacting = undefined;
         });

@@ -6,8 +6,9 @@
  */
 import { params as reqParams, type Params, type Req } from '../http.js';
 import { loadVm, respondWithJob, setContext, syncParam, type VmapiContext } from './context.js';
-import { elem, validationFailed, validUUID, VmapiError, vmapiErrors } from './errors.js';
+import { elem, validationFailed, validUUID, vmapiErrors } from './errors.js';
 import type { JobRecord } from './jobs.js';
+import { refuseMigration } from './migrate.js';
 import {
   checkServerNicTags,
   checkServerNicTagsForMacs,
@@ -27,8 +28,6 @@ const VALID_VM_ACTIONS = [
   'start', 'stop', 'kill', 'reboot', 'reprovision', 'update', 'add_nics', 'update_nics', 'remove_nics',
   'create_snapshot', 'rollback_snapshot', 'delete_snapshot', 'create_disk', 'resize_disk', 'delete_disk', 'migrate',
 ];
-
-const VALID_MIGRATION_ACTIONS = ['abort', 'begin', 'estimate', 'finalize', 'pause', 'rollback', 'switch', 'sync'];
 
 /** The signals `kill` takes, compared as given (a number in a query string is a string, and refused). */
 const VALID_SIGNALS: unknown[] = [
@@ -203,14 +202,8 @@ async function runAction(a: ActionReq, action: string): Promise<JobRecord> {
       return resizeDisk(a);
     case 'delete_disk':
       return deleteDisk(a);
-    default: {
-      // migrate
-      const m = p.migration_action;
-      if (!m || !VALID_MIGRATION_ACTIONS.includes(String(m))) {
-        throw new VmapiError('InvalidArgument', 'Invalid migration action');
-      }
-      throw new VmapiError('NotImplemented', 'VM migration is not supported by the dev headnode');
-    }
+    default:
+      return refuseMigration(vm, p);
   }
 }
 

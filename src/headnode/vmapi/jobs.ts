@@ -5,10 +5,15 @@
  * named steps whose results and error land in `chain_results` as node-workflow records them
  * (a failed chain's `onerror` steps in `onerror_results`). Jobs of one VM are serialised as
  * on a real DC: by the CNAPI waitlist tickets their workflows take, not by the runner.
+ *
+ * With a timing (docs/timing.md `workflow.*`), a queued job waits for a runner to take it
+ * (wf-runner looks every run_interval) and each step takes its own time besides what it waits
+ * for, so `chain_results` shows each step's start and end as a real DC's job does.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../common/log.js';
 import { Gate } from '../../common/gate.js';
+import type { Pacing } from '../../timing/wait.js';
 
 export type Execution = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
@@ -87,11 +92,13 @@ export class JobRunner {
   private readonly slots: Gate;
   private readonly maxRecords: number;
   private readonly onChange: () => void;
+  private readonly pacing: Pacing | undefined;
   private stopped = false;
   stats = { succeeded: 0, failed: 0 };
 
-  constructor(opts: { log: Logger; concurrency?: number; maxRecords?: number; onChange: () => void }) {
+  constructor(opts: { log: Logger; concurrency?: number; maxRecords?: number; onChange: () => void; pacing?: Pacing | undefined }) {
     this.log = opts.log;
+    this.pacing = opts.pacing;
     this.slots = new Gate(opts.concurrency ?? 32);
     this.maxRecords = opts.maxRecords ?? 5_000;
     this.onChange = opts.onChange;
@@ -182,6 +189,7 @@ export class JobRunner {
   private async execute(def: WorkflowDef, job: JobRecord): Promise<void> {
     const log = this.log.child({ job_uuid: job.uuid, workflow: def.name });
     const ctx: JobContext = { job, params: job.params, state: {}, log };
+    await this.pace('workflow.pickup');
     job.execution = 'running';
     this.onChange();
     const started = Date.now();
@@ -194,6 +202,7 @@ export class JobRunner {
       }
       const at = new Date().toISOString();
       try {
+        await this.pace('workflow.step');
         const msg = await step.body(ctx);
         job.chain_results.push({ result: msg, error: '', name: step.name, started_at: at, finished_at: new Date().toISOString() });
       } catch (err) {
@@ -209,6 +218,7 @@ export class JobRunner {
       for (const step of def.onerror) {
         const at = new Date().toISOString();
         try {
+          await this.pace('workflow.step');
           const msg = await step.body(ctx);
           job.onerror_results.push({ result: msg, error: '', name: step.name, started_at: at, finished_at: new Date().toISOString() });
         } catch (err) {
@@ -226,6 +236,13 @@ export class JobRunner {
       this.waiters.delete(job.uuid);
       for (const w of set) w(job);
     }
+  }
+
+  /** Wait out what the timing gives `key` (nothing without one, or once stopping). */
+  private async pace(key: string): Promise<void> {
+    if (!this.pacing || this.stopped) return;
+    const ms = this.pacing.ms(key);
+    if (ms > 0) await this.pacing.wait(ms);
   }
 
   private trim(): void {

@@ -5,26 +5,9 @@
  * as numbers, booleans as booleans, `[string]` indexes element by element), other
  * attributes as the raw strings the filter gives.
  */
-import { createRequire } from 'node:module';
+import { parseLdapFilter, type LdapFilter } from '../ldap-filter.js';
 
-const require = createRequire(import.meta.url);
-
-/** The parsed filter node of `ldap-filter` (the subset of its shape used here). */
-export interface LdapFilter {
-  type: string;
-  attribute?: string;
-  value?: unknown;
-  filter?: LdapFilter;
-  filters?: LdapFilter[];
-  matches(target: Record<string, unknown>, strictAttrCase?: boolean): boolean;
-  toString(): string;
-}
-
-interface LdapFilterModule {
-  parse(str: string): LdapFilter;
-}
-
-const ldap = require('ldap-filter') as LdapFilterModule;
+export type { LdapFilter };
 
 /** The indexes of VMAPI's `vmapi_vms` bucket and their types. */
 export const VMS_INDEXES: Record<string, 'string' | 'number' | 'boolean' | '[string]'> = {
@@ -58,7 +41,7 @@ export class InvalidQueryError extends Error {
 export function compileFilter(text: string): LdapFilter {
   let f: LdapFilter;
   try {
-    f = ldap.parse(text);
+    f = parseLdapFilter(text);
   } catch {
     throw new InvalidQueryError(text);
   }

@@ -1,8 +1,8 @@
 /**
  * VMAPI's calls to its peers over HTTP, the way its workflows make them: CNAPI (task
  * endpoints, `GET /tasks/:id/wait`, `/allocate`, servers), NAPI (networks, NIC
- * provisioning and deletion) and IMGAPI (image manifests). Every error from a peer keeps
- * its status and restify body so callers can relay it.
+ * provisioning and deletion), IMGAPI (image manifests) and PAPI (packages). Every error from
+ * a peer keeps its status and restify body so callers can relay it.
  */
 import { HttpStatusError, type JsonHttpClient } from '../../common/http-client.js';
 import { MockcloudError, type ErrorCode, type FieldError } from '../../common/errors.js';
@@ -21,7 +21,7 @@ const TASK_WAIT_S = 3600;
 export class Peers {
   constructor(
     private readonly http: JsonHttpClient,
-    readonly urls: { cnapi: string; napi: string; imgapi: string; fwapi?: string },
+    readonly urls: { cnapi: string; napi: string; imgapi: string; papi?: string; fwapi?: string },
   ) {}
 
   private async json<T = Obj>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown, reqId?: string, timeoutMs?: number): Promise<T> {
@@ -114,6 +114,14 @@ export class Peers {
       if (err instanceof HttpStatusError && err.statusCode === 404) return undefined;
       throw err;
     }
+  }
+
+  // ---- PAPI
+
+  /** sdc-clients PAPI `get` (VMAPI's lib/apis/papi.js getPackage); undefined without a PAPI. */
+  getPackage(uuid: string, reqId: string): Promise<Obj> | undefined {
+    if (!this.urls.papi) return undefined;
+    return this.json('GET', `${this.urls.papi}/packages/${encodeURIComponent(uuid)}`, undefined, reqId);
   }
 
   // ---- NAPI

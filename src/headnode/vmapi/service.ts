@@ -4,10 +4,11 @@
  * CNAPI (tasks and waitlist tickets), NAPI and IMGAPI over HTTP as VMAPI's workflows do.
  * State (VMs with their role tags, jobs) lives in two documents of the headnode store.
  */
+import type { Pacing } from '../../timing/wait.js';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { JsonHttpClient } from '../../common/http-client.js';
-import type { Logger } from '../../common/log.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import { closeServer, createServer, listen, onUpgrade, ok, route, type Req, type Res, type RestifyServer } from '../http.js';
 import { VMAPI_CHANGEFEED_RESOURCES, vmChange } from './changefeed.js';
 import type { HeadnodeStore, StateDocument } from '../store.js';
@@ -37,10 +38,14 @@ function curlUserAgent(req: Req, res: Res, next: () => void): void {
 
 export interface VmapiServiceOptions {
   log: Logger;
+  /** How long waitlist activations and workflow steps take (docs/timing.md); absent: no time. */
+  pacing?: Pacing | undefined;
   store: HeadnodeStore;
   cnapiUrl: string;
   napiUrl: string;
   imgapiUrl: string;
+  /** PAPI, where a `billing_id` is looked up (provisions, resizes); without it none is. */
+  papiUrl?: string;
   /** FWAPI, for the workflows' fwapi.update step; none: the step answers "Error updating FWAPI". */
   fwapiUrl?: string;
   /** Jobs running at once (all VMs together); default 32. */
@@ -72,6 +77,7 @@ export class VmapiService {
       cnapi: trim(opts.cnapiUrl),
       napi: trim(opts.napiUrl),
       imgapi: trim(opts.imgapiUrl),
+      ...(opts.papiUrl ? { papi: trim(opts.papiUrl) } : {}),
       ...(opts.fwapiUrl ? { fwapi: trim(opts.fwapiUrl) } : {}),
     });
     this.vmDoc = opts.store.document('vmapi-vms', () => this.vms.snapshot(), { lazyDelayMs: 200 });
@@ -80,6 +86,7 @@ export class VmapiService {
     this.jobs = new JobRunner({
       log: this.log,
       concurrency: opts.jobConcurrency,
+      pacing: opts.pacing,
       onChange: () => this.jobDoc.saveSoon(),
     });
   }
@@ -87,6 +94,14 @@ export class VmapiService {
   get url(): string {
     if (!this._url) throw new Error('VMAPI is not started');
     return this._url;
+  }
+
+  /**
+   * The dev DC's workflow API (a DC has one wf-api; here VMAPI serves `/jobs`): other services'
+   * jobs, such as IMGAPI's create-from-vm, run and are polled here.
+   */
+  get workflowApi(): { url: string; create: JobRunner['create'] } {
+    return { url: this.url, create: (def, params) => this.jobs.create(def, params) };
   }
 
   stats(): Record<string, number> {
@@ -135,8 +150,8 @@ export class VmapiService {
     this.server = undefined;
     this.http.close();
     await Promise.all([
-      this.vmDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving VMs failed')),
-      this.jobDoc.flush().catch((err: unknown) => this.log.error({ err }, 'saving jobs failed')),
+      this.vmDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving VMs failed')),
+      this.jobDoc.flush().catch((err: unknown) => this.log.error(failureFields(err), 'saving jobs failed')),
     ]);
   }
 }

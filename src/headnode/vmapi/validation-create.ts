@@ -3,7 +3,8 @@
  * `validateCreateVmParams`, `validateBrandParams`, `validDisks`, `setDefaultValues`, and
  * lib/endpoints/vms.js `setBhyveDisksSizes`): every field validator in VM_FIELDS order, the
  * memory and disk rules, then the lookups (uuid and alias unique, server known to CNAPI,
- * image active in IMGAPI, LX image type and kernel version), all reported together as
+ * the package in PAPI (packages.ts), image active in IMGAPI, LX image type and kernel
+ * version), all reported together as
  * `409 ValidationFailed "Invalid VM parameters"`.
  */
 import { randomUUID } from 'node:crypto';
@@ -11,6 +12,7 @@ import { HttpStatusError } from '../../common/http-client.js';
 import { elem, validationFailed, validUUID, type ErrorElem } from './errors.js';
 import { FIELD_VALIDATORS } from './field-validators.js';
 import { runListVms } from './list-vms.js';
+import { validatePackageValues } from './packages.js';
 import type { Obj, Peers } from './peers.js';
 import { relay } from './peers.js';
 import type { P } from './validators.js';
@@ -99,6 +101,9 @@ export async function validateCreateParams(deps: CreateDeps, p: P): Promise<void
       errs.push({ field: 'server_uuid', code: 'Invalid', message: peerMessage(err) });
     }
   } else p.server_uuid = '';
+  if (p.billing_id && p.billing_id !== '00000000-0000-0000-0000-000000000000') {
+    await validatePackageValues(deps.peers, p, errs, deps.reqId);
+  }
   const disk0 = Array.isArray(p.disks) ? (p.disks[0] as P | undefined) : undefined;
   const imageUuid = p.image_uuid || disk0?.image_uuid;
   if (imageUuid) {
@@ -146,7 +151,7 @@ function validateLx(p: P, errs: ErrorElem[]): void {
   }
 }
 
-/** `setDefaultValues` (no PAPI package: the defaults for a provision without one). */
+/** `setDefaultValues`: VMAPI's defaults where no package (`billing_id`) gave the values. */
 export function setDefaultValues(p: P): void {
   if (p.uuid === undefined) p.uuid = randomUUID();
   if (p.ram) {
@@ -175,7 +180,11 @@ export function setDefaultValues(p: P): void {
 /** `setBhyveDisksSizes`: `remaining` disk sizes against `flexible_disk_size`, the boot disk flagged. */
 export function setBhyveDisksSizes(p: P): void {
   if (p.brand !== 'bhyve') return;
-  if (p.quota) delete p.quota;
+  if (p.quota) {
+    const pkg = p.package as Obj | undefined;
+    if (!p.flexible_disk_size && pkg?.flexible_disk) p.flexible_disk_size = p.quota;
+    delete p.quota;
+  }
   const disks = p.disks as P[];
   const err = [elem.invalid('disks')];
   const image = (p.image ?? {}) as Obj;

@@ -10,6 +10,7 @@ import { elem, validationFailed, vmapiErrors, VmapiError, type ErrorElem } from 
 import { FIELD_VALIDATORS, validDeleteMetadata, validMetadata } from './field-validators.js';
 import type { Obj, Peers } from './peers.js';
 import { relay } from './peers.js';
+import { validatePackageValues } from './packages.js';
 import { aliasTaken } from './validation-create.js';
 import type { P } from './validators.js';
 import { VM_FIELDS } from './vm-fields.js';
@@ -130,6 +131,11 @@ export async function validateUpdateParams(deps: UpdateDeps, vm: Obj, obj: P): P
     params.ram = params.max_physical_memory;
     delete params.max_physical_memory;
   }
+  if (params.billing_id) {
+    // VMAPI gives the package the VM's brand to check against.
+    params.brand = vm.brand;
+    await validatePackageValues(deps.peers, params, errs, deps.reqId);
+  }
   if (params.subtask === 'resize') {
     if (vm.brand === 'kvm') errs.push(elem.invalid('brand', `Cannot resize a ${String(vm.brand)} VM`));
     else {
@@ -219,13 +225,17 @@ async function checkCapacity(deps: UpdateDeps, vm: Obj, params: P, errs: ErrorEl
   }
 }
 
-/** `validateBhyveFlexibleDiskPackage` (without PAPI: only `flexible_disk_size` itself). */
+/** `validateBhyveFlexibleDiskPackage`: the package (`params.package`) or `flexible_disk_size`. */
 function checkBhyveFlexibleDisk(vm: Obj, params: P): void {
-  const flex = params.flexible_disk_size as number | undefined;
+  const pkg = params.package as Obj | undefined;
+  const flex = (params.flexible_disk_size || (pkg && pkg.flexible_disk && pkg.quota)) as number | undefined;
   if (!vm.flexible_disk_size && !flex) {
     throw validationFailed('Cannot resize bhyve instance to a package that does not use flexible disk', [
       elem.invalid('flexible_disk_size'),
     ]);
+  }
+  if (pkg && !pkg.flexible_disk) {
+    throw validationFailed('Cannot resize bhyve instance to a package that does not use flexible disk', [elem.invalid('billing_id')]);
   }
   const sizeOf = (list: unknown): number =>
     ((list ?? []) as Obj[]).reduce((acc, d) => acc + (Number(d.size) || 0), 0);

@@ -2,6 +2,8 @@
 // websocket (a snapshot, then one delta a second with only what changed), a CN's detail from
 // /api/servers/:uuid, event buttons through /api/events (the control API's POST /events).
 // Plain ES module, no build step; uPlot is served by the daemon from its node_modules.
+// Times are UTC ISO 8601, as the CLI and the logs print them. The selected CN and the filters
+// are in the URL (?server=&q=&profile=&state=), so a link shows the same view.
 import uPlot from '/vendor/uPlot.esm.js';
 
 const COLORS = {
@@ -29,6 +31,9 @@ let selected;
 let updates = 0;
 let connected = false;
 let totals = { cns: 0, vms: 0, states: {} };
+/** Heartbeats per second over the feed's window (two heartbeat intervals), as `mockcloud status` counts them. */
+let hbRate;
+let hbWindow = 10;
 const series = { t: [], hb: [], tasks: [], lat: [], rss: [], err: [] };
 const charts = {};
 
@@ -72,8 +77,11 @@ function snapshot(msg) {
   for (const k of Object.keys(series)) series[k] = [];
   for (const p of msg.series) pushPoint(p);
   totals = msg.totals;
+  if (typeof msg.heartbeatsPerSecond === 'number') hbRate = msg.heartbeatsPerSecond;
+  if (msg.windowSeconds) hbWindow = msg.windowSeconds;
   relayout();
   fillProfiles();
+  selectFromUrl();
 }
 
 function delta(msg) {
@@ -95,11 +103,15 @@ function delta(msg) {
     const c = cells.get(slot);
     if (c) c.hbAt = now;
   }
-  if (msg.point) pushPoint(msg.point);
+  if (msg.point) {
+    pushPoint(msg.point);
+    hbRate = msg.point.heartbeatsPerSecond;
+  }
   totals = msg.totals;
   if (membership) {
     relayout();
     fillProfiles();
+    selectFromUrl();
   }
   if (selected && msg.changed.some(([slot]) => cells.get(slot)?.uuid === selected)) refreshPanel();
 }
@@ -120,7 +132,8 @@ function relayout() {
   order = [...cells.values()].sort((a, b) => a.slot - b.slot);
   const width = Math.max(200, $('grid-wrap').clientWidth - 32);
   const n = Math.max(1, order.length);
-  const targetHeight = Math.max(240, window.innerHeight * 0.55);
+  // The cells fill the grid's area above the charts (it scrolls when they cannot fit).
+  const targetHeight = Math.max(120, $('grid-wrap').clientHeight - 24);
   const size = Math.max(4, Math.min(32, Math.floor(Math.sqrt((width * targetHeight) / n))));
   const cols = Math.max(1, Math.floor(width / size));
   const rows = Math.ceil(order.length / cols);
@@ -216,7 +229,8 @@ function renderCounters() {
   const last = series.t.length - 1;
   $('c-cns').textContent = fmt(totals.cns);
   $('c-vms').textContent = fmt(totals.vms);
-  $('c-hb').textContent = last >= 0 ? fmt(series.hb[last]) : '–';
+  $('c-hb').textContent = hbRate !== undefined ? fmt(hbRate) : '–';
+  $('c-hb').title = `over the last ${hbWindow} s`;
   $('c-tasks').textContent = last >= 0 ? fmt(series.tasks[last]) : '–';
   $('c-err').textContent = last >= 0 ? fmt(series.err[last]) : '–';
   $('legend').replaceChildren(
@@ -229,12 +243,16 @@ function renderCounters() {
   );
 }
 
-function chart(id, title, key, color, unit, dots = false) {
+/** UTC, as the CLI and the logs: uPlot's time axis otherwise shows the browser's local time. */
+const utc = (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC');
+
+function chart(id, title, key, color, unit, dots = false, empty = undefined) {
   const el = $(id);
   const opts = {
     title,
-    width: Math.max(200, el.clientWidth),
+    width: Math.max(160, el.clientWidth),
     height: 150,
+    tzDate: utc,
     legend: { show: false },
     scales: { x: { time: true } },
     axes: [{ stroke: '#7b8494', grid: { stroke: '#2c323d' } }, { stroke: '#7b8494', grid: { stroke: '#2c323d' }, size: 50, label: unit }],
@@ -242,11 +260,32 @@ function chart(id, title, key, color, unit, dots = false) {
     series: [{}, { stroke: color, width: 1.5, fill: `${color}22`, spanGaps: true, points: dots ? { show: true, size: 4, fill: color } : { show: false } }],
   };
   charts[key] = new uPlot(opts, [[], []], el);
+  // A chart with nothing to draw says why, rather than an empty frame.
+  if (empty) {
+    const note = document.createElement('div');
+    note.className = 'empty';
+    note.textContent = empty.text;
+    el.append(note);
+    charts[key].empty = { note, test: empty.test };
+  }
+  // The charts follow their column's width (the window, the panel).
+  new ResizeObserver(() => {
+    const w = Math.max(160, el.clientWidth);
+    if (w !== charts[key].width) charts[key].setSize({ width: w, height: 150 });
+  }).observe(el);
 }
 
 function renderCharts() {
-  for (const key of ['hb', 'tasks', 'lat', 'rss']) charts[key]?.setData([series.t, series[key]]);
+  for (const key of ['hb', 'tasks', 'lat', 'rss']) {
+    const c = charts[key];
+    if (!c) continue;
+    c.setData([series.t, series[key]]);
+    if (c.empty) c.empty.note.hidden = !c.empty.test();
+  }
 }
+
+/** No task answered in the charts' 10 minutes. */
+const noTasks = () => !series.lat.some((v) => v !== null && v !== undefined) && !series.tasks.some((v) => v > 0);
 
 // ---- the side panel
 
@@ -278,6 +317,21 @@ async function refreshPanel() {
   renderPanel(d);
 }
 
+/** A time as the CLI and the logs print it: UTC ISO 8601, to the second. */
+function iso(t) {
+  if (t === null || t === undefined) return '–';
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** "12 s", "3 min 5 s", "2 h 4 min": how long ago, for a person. */
+function ago(msAgo) {
+  const s = Math.max(0, Math.round(msAgo / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
 function ms(n) {
   if (n === null || n === undefined) return '–';
   return n < 1000 ? `${n} ms` : n < 60000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n / 1000)} s`;
@@ -299,6 +353,8 @@ function renderPanel(d) {
   row('power', esc(d.power));
   row('registered', esc(d.registered));
   row('heartbeat age', esc(ms(d.heartbeatAgeMs)));
+  const known = order.find((c) => c.uuid === d.uuid)?.hbAt;
+  if (d.heartbeatAgeMs === null && known !== undefined) row('last heartbeat', esc(`${iso(known)} (${ago(Date.now() - known)} ago)`));
   row('admin IP', esc(d.adminIp ?? '–'));
   row('cn-agent', d.agentAddress ? `<span class="mono">${esc(d.agentAddress.ip)}:${esc(d.agentAddress.port)}</span>` : '–');
   row('platform', esc(d.sysinfo['Live Image']));
@@ -350,7 +406,7 @@ function renderPanel(d) {
     for (const t of d.tasks) {
       html.push(
         `<tr><td>${esc(t.task)}</td><td class="${t.errorCount ? 'err' : ''}">${esc(t.status)}${t.errorCount ? ` (${t.errorCount} error${t.errorCount > 1 ? 's' : ''})` : ''}</td>` +
-          `<td>${esc(new Date(t.startedAt).toLocaleTimeString())}</td><td>${esc(ms(t.durationMs))}</td></tr>`,
+          `<td class="time">${esc(iso(t.startedAt))}</td><td>${esc(ms(t.durationMs))}</td></tr>`,
       );
       if (t.errors.length) html.push(`<tr><td colspan="4" class="err">${esc(t.errors.join('; '))}</td></tr>`);
     }
@@ -362,9 +418,14 @@ function renderPanel(d) {
   else {
     html.push('<table><tr><th>when</th><th>event</th><th></th></tr>');
     // Which scenario (and step) applied it, when one did.
-    const from = (e) => (e.source?.scenario ? ` <span class="hint">${esc(e.source.scenario)}${e.source.step !== undefined ? ` step ${esc(e.source.step)}` : ''}</span>` : '');
-    for (const e of d.events.active) html.push(`<tr><td>${esc(new Date(e.startedAt).toLocaleTimeString())}</td><td>${esc(e.type)}${from(e)}</td><td>active${e.endsAt ? ` until ${esc(new Date(e.endsAt).toLocaleTimeString())}` : ''}</td></tr>`);
-    for (const e of d.events.recent) html.push(`<tr><td>${esc(new Date(e.time).toLocaleTimeString())}</td><td>${esc(e.type ?? e.label)}${from(e)}</td><td>${esc(e.phase)}${e.reason ? ` (${esc(e.reason)})` : ''}</td></tr>`);
+    const from = (e) =>
+      e.source?.scenario
+        ? ` <span class="hint">${esc(e.source.scenario)}${e.source.step !== undefined ? ` step ${esc(e.source.step)}` : ''}</span>`
+        : e.source?.via
+          ? ` <span class="hint">${esc(e.source.via)}</span>`
+          : '';
+    for (const e of d.events.active) html.push(`<tr><td class="time">${esc(iso(e.startedAt))}</td><td>${esc(e.type)}${from(e)}</td><td>active${e.endsAt ? ` until ${esc(iso(e.endsAt))}` : ''}</td></tr>`);
+    for (const e of d.events.recent) html.push(`<tr><td class="time">${esc(iso(e.time))}</td><td>${esc(e.type ?? e.label)}${from(e)}</td><td>${esc(e.phase)}${e.reason ? ` (${esc(e.reason)})` : ''}</td></tr>`);
     html.push('</table>');
   }
   html.push(`<h3>sysinfo</h3><details><summary>${Object.keys(d.sysinfo).length} keys</summary><pre>${esc(JSON.stringify(d.sysinfo, null, 2))}</pre></details>`);
@@ -407,25 +468,66 @@ function fillProfiles() {
 }
 
 for (const s of Object.keys(COLORS)) $('f-state').add(new Option(s, s));
+
+// ---- the view in the URL: ?server=UUID&q=TEXT&profile=NAME&state=STATE
+
+/** The URL says what is shown: replaced (not pushed) at each change, so Back leaves the page. */
+function saveUrl() {
+  const p = new URLSearchParams();
+  if (selected) p.set('server', selected);
+  if (filter.text) p.set('q', filter.text);
+  if (filter.profile) p.set('profile', filter.profile);
+  if (filter.state) p.set('state', filter.state);
+  const search = p.toString();
+  history.replaceState(null, '', `${location.pathname}${search ? `?${search}` : ''}`);
+}
+
+/** The view a link asked for; the server is selected once its cell has come. */
+const wanted = new URLSearchParams(location.search);
+filter.text = (wanted.get('q') ?? '').trim().toLowerCase();
+filter.profile = wanted.get('profile') ?? '';
+filter.state = Object.keys(COLORS).includes(wanted.get('state')) ? wanted.get('state') : '';
+$('search').value = filter.text;
+$('f-state').value = filter.state;
+let pendingServer = wanted.get('server') ?? undefined;
+
+function selectFromUrl() {
+  if (filter.profile && $('f-profile').value !== filter.profile && [...$('f-profile').options].some((o) => o.value === filter.profile)) {
+    $('f-profile').value = filter.profile;
+  }
+  if (!pendingServer) return;
+  const c = order.find((x) => x.uuid === pendingServer);
+  if (!c) return;
+  pendingServer = undefined;
+  select(c);
+}
+
+function select(c) {
+  selected = c.uuid;
+  $('panel').innerHTML = `<p class="hint">loading ${esc(c.hostname)}…</p>`;
+  saveUrl();
+  render();
+  refreshPanel();
+}
+
 $('search').addEventListener('input', (e) => {
   filter.text = e.target.value.trim().toLowerCase();
+  saveUrl();
   render();
 });
 $('f-profile').addEventListener('change', (e) => {
   filter.profile = e.target.value;
+  saveUrl();
   render();
 });
 $('f-state').addEventListener('change', (e) => {
   filter.state = e.target.value;
+  saveUrl();
   render();
 });
 canvas.addEventListener('click', (ev) => {
   const c = cellAt(ev);
-  if (!c) return;
-  selected = c.uuid;
-  $('panel').innerHTML = `<p class="hint">loading ${esc(c.hostname)}…</p>`;
-  render();
-  refreshPanel();
+  if (c) select(c);
 });
 canvas.addEventListener('mousemove', (ev) => {
   const c = cellAt(ev);
@@ -434,13 +536,21 @@ canvas.addEventListener('mousemove', (ev) => {
     tip.hidden = true;
     return;
   }
-  const age = c.hbAt === undefined ? '–' : ms(Date.now() - c.hbAt);
-  tip.textContent = `${c.hostname} · ${c.state} · heartbeat ${age} ago · ${c.vms} VMs · ${c.profile}`;
+  tip.textContent = `${c.hostname} · ${c.state} · ${heartbeatWords(c)} · ${c.vms} VMs · ${c.profile}`;
   const r = $('grid-wrap').getBoundingClientRect();
   tip.style.left = `${ev.clientX - r.left + 12}px`;
   tip.style.top = `${ev.clientY - r.top + 12}px`;
   tip.hidden = false;
 });
+/** A cell's heartbeat for its tooltip: how long ago while it runs; when, for a CN that does not beat now. */
+function heartbeatWords(c) {
+  if (!heartbeats) return 'no CNAPI to heartbeat to';
+  if (c.hbAt === undefined) return 'no heartbeat yet';
+  const age = Date.now() - c.hbAt;
+  if (c.state === 'running') return `heartbeat ${ms(age)} ago`;
+  return `last heartbeat ${iso(c.hbAt)} (${ago(age)} ago)`;
+}
+
 canvas.addEventListener('mouseleave', () => ($('tip').hidden = true));
 window.addEventListener('resize', () => {
   relayout();
@@ -504,8 +614,8 @@ function publish(matching) {
 }
 
 chart('ch-hb', 'heartbeats/s', 'hb', '#2ecc71', '');
-chart('ch-tasks', 'tasks/s', 'tasks', '#3498db', '');
-chart('ch-lat', 'task latency (ms)', 'lat', '#f1c40f', '', true);
+chart('ch-tasks', 'tasks/s', 'tasks', '#3498db', '', false, { text: 'no tasks yet', test: noTasks });
+chart('ch-lat', 'task latency (ms)', 'lat', '#f1c40f', '', true, { text: 'no tasks yet', test: noTasks });
 chart('ch-rss', 'daemon RSS (MiB)', 'rss', '#9b59b6', '');
 relayout();
 render();

@@ -41,6 +41,8 @@ export interface HeadnodeUrls {
   vmapi: string;
   napi: string;
   imgapi: string;
+  /** Absent for a daemon pointed at a DC (no embedded dev headnode). */
+  papi?: string;
 }
 
 export interface BuiltDaemon {

@@ -39,6 +39,14 @@ export function runCommand(cmd: string, args: string[], opts: { timeoutMs?: numb
   });
 }
 
+/** The `-j` of a list command: one JSON object per line (node-triton's habit). */
+export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as T);
+}
+
 /** Shell-quote for `bash -c`. */
 export function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;

@@ -7,7 +7,7 @@ import { createQuietLogger } from '../../../src/common/log.js';
 
 const require = createRequire(import.meta.url);
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const sdc = require('sdc-clients') as { CNAPI: any; VMAPI: any; NAPI: any };
+const sdc = require('sdc-clients') as { CNAPI: any; VMAPI: any; NAPI: any; PAPI: any };
 
 export interface ClientError extends Error {
   statusCode?: number;
@@ -27,6 +27,10 @@ export function vmapiClient(url: string): Client {
 
 export function napiClient(url: string): Client {
   return new sdc.NAPI({ url, log: createQuietLogger('sdc-napi'), agent: false });
+}
+
+export function papiClient(url: string): Client {
+  return new sdc.PAPI({ url, log: createQuietLogger('sdc-papi'), agent: false, retry: { retries: 0 } });
 }
 
 /** Call a callback-style client method; resolves with its first result. */

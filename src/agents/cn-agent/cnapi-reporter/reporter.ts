@@ -15,8 +15,19 @@
  *
  * One object serves the whole fleet. Per CN it keeps a small `CnLink`: an outgoing queue of
  * concurrency 1 (a bit set of pending message kinds, so at most one of each is queued, as in the
- * real agent) and its jobs on the shared Scheduler. All requests go through the shared
- * JsonHttpClient. No timer, socket or client per CN.
+ * real agent) and its jobs on the shared Scheduler, the heartbeats among its hot jobs (they run
+ * ahead of every task's and VM's waits due at the same time). All requests go through the
+ * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
+ * reports waiting for a connection). No timer, socket or client per CN.
+ *
+ * One write at a time per CN: every request of a CN (the queue's, the agents POST of the agents
+ * tasks, the last status of a shutdown) waits for the CN's previous one to be answered. CNAPI
+ * updates the server's one Moray object for sysinfo, agents and status, with an etag; two
+ * writes of one CN at once make one of them lose the etag race (a 500). A real CN's writes are
+ * seconds apart; the mock's agents tasks change sysinfo and post agents in the same moment.
+ * What CNAPI refuses is handled as the real agent does: sysinfo is retried until accepted, a
+ * failed status or heartbeat waits for the next one, and the agents tasks log a refused agents
+ * POST and finish (sdc-cn-agent lib/app.js, lib/backends/smartos/tasks/shared.js).
  */
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
@@ -33,7 +44,10 @@ const AGENTS = 2;
 const STATUS = 4;
 const HEARTBEAT = 8;
 
-const KINDS = [SYSINFO, AGENTS, STATUS, HEARTBEAT] as const;
+// A heartbeat due goes before a status report due: CNAPI counts a CN dead 11 s after its last one.
+const KINDS = [SYSINFO, AGENTS, HEARTBEAT, STATUS] as const;
+/** Heartbeats are the scheduler's hot jobs: CNAPI counts a CN dead 11 s after its last one. */
+const HOT = { hot: true } as const;
 type Kind = (typeof KINDS)[number];
 
 export type MessageKind = 'sysinfo' | 'agents' | 'status' | 'heartbeat';
@@ -109,6 +123,8 @@ export class CnapiReporter implements MockCnHooks {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   /** CNs attached but down (powered off or booting): no link, nothing sent. */
   private readonly down = new Set<string>();
+  /** The last heartbeat of each CN that is down (kept for lastKnownHeartbeatAt; one number per CN down). */
+  private readonly downBeats = new Map<string, number>();
   private readonly log: Logger;
   private readonly scheduler: Scheduler;
   private readonly http: JsonHttpClient;
@@ -120,6 +136,8 @@ export class CnapiReporter implements MockCnHooks {
   private running = false;
   /** Heartbeats sent ahead and not yet answered, and who waits for them. */
   private readonly ahead = { pending: 0, waiters: [] as (() => void)[] };
+  /** Per CN, the end of its last request to CNAPI while one is under way (one write at a time). */
+  private readonly writes = new Map<string, Promise<unknown>>();
 
   constructor(opts: CnapiReporterOptions) {
     this.log = opts.log;
@@ -154,6 +172,14 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   /**
+   * The last heartbeat CNAPI accepted from this CN, also once it is down (the fleet page says
+   * when an offline CN was last heard of); forgotten when the CN is removed.
+   */
+  lastKnownHeartbeatAt(uuid: string): number | undefined {
+    return this.lastHeartbeatAt(uuid) ?? this.downBeats.get(uuid);
+  }
+
+  /**
    * Send now every heartbeat due within `withinMs`: ahead of a pause the process knows it is
    * about to take (a full heap collection), so that none falls due during it. Each is
    * rescheduled at once, and the scheduler sends them in its usual slices; the next follows
@@ -170,7 +196,7 @@ export class CnapiReporter implements MockCnHooks {
         this.scheduler.cancel(job);
         link.ahead = true;
         this.ahead.pending++;
-        link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link));
+        link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link), HOT);
         sent++;
       }
     }
@@ -215,6 +241,7 @@ export class CnapiReporter implements MockCnHooks {
    */
   async detach(uuid: string): Promise<void> {
     this.down.delete(uuid);
+    this.downBeats.delete(uuid);
     const link = this.links.get(uuid);
     if (link) this.drop(link);
     await this.inFlight.get(uuid)?.catch(() => undefined);
@@ -264,6 +291,7 @@ export class CnapiReporter implements MockCnHooks {
     const link = this.links.get(cn.uuid);
     if (!link && !this.down.has(cn.uuid) && !this.standalone) return;
     const lastWord = change.graceful && link !== undefined && link.started && this.running;
+    if (link?.lastHeartbeatAt) this.downBeats.set(cn.uuid, link.lastHeartbeatAt);
     if (link) this.drop(link);
     this.down.add(cn.uuid);
     cn.registered = false;
@@ -278,7 +306,11 @@ export class CnapiReporter implements MockCnHooks {
     await this.send(cn, 'status', `/servers/${cn.uuid}/events/status`, sample);
   }
 
-  /** The agents POST for tasks (agent_install, refresh_agents, ...): direct, not queued. */
+  /**
+   * The agents POST for tasks (agent_install, refresh_agents, ...): not queued (the real task
+   * posts with its own client), but after the CN's request under way. Rejects when CNAPI
+   * refuses it.
+   */
   async postAgents(cn: MockCn, agents: readonly AgentRecord[]): Promise<void> {
     if (this.standalone) return;
     const ok = await this.send(cn, 'agents', `/servers/${cn.uuid}`, { agents });
@@ -359,7 +391,7 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link));
+    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HOT);
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -383,7 +415,7 @@ export class CnapiReporter implements MockCnHooks {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
       link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
-      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link));
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HOT);
     }
     this.aheadAnswered(link);
     this.done(link);
@@ -423,15 +455,26 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   /**
-   * POST to CNAPI as this CN. Resolves true when accepted, 'old-cnapi' for a 404
-   * ResourceNotFound when `oldCnapiOk`, otherwise a short reason (never rejects).
+   * POST to CNAPI as this CN, once its previous request has been answered. Resolves true when
+   * accepted, 'old-cnapi' for a 404 ResourceNotFound when `oldCnapiOk`, otherwise a short
+   * reason (never rejects).
    */
-  private async send(
+  private send(cn: MockCn, kind: MessageKind, path: string, body: unknown, oldCnapiOk = false): Promise<true | 'old-cnapi' | string> {
+    const before = this.writes.get(cn.uuid);
+    const sent = before === undefined ? this.post(cn, kind, path, body, oldCnapiOk) : before.then(() => this.post(cn, kind, path, body, oldCnapiOk));
+    this.writes.set(cn.uuid, sent);
+    void sent.then(() => {
+      if (this.writes.get(cn.uuid) === sent) this.writes.delete(cn.uuid);
+    });
+    return sent;
+  }
+
+  private async post(
     cn: MockCn,
     kind: MessageKind,
     path: string,
     body: unknown,
-    oldCnapiOk = false,
+    oldCnapiOk: boolean,
   ): Promise<true | 'old-cnapi' | string> {
     const bit = KIND_BITS[kind];
     let reason: string;
@@ -442,6 +485,7 @@ export class CnapiReporter implements MockCnHooks {
         body,
         headers: { 'user-agent': this.userAgent(cn) },
         timeoutMs: this.timings.requestTimeoutMs,
+        hot: bit === HEARTBEAT,
       });
       this.inFlight.set(cn.uuid, request);
       let res;

@@ -81,6 +81,8 @@ export interface BuildOptions {
   /** `run`: record the command in the container's metadata before sdc-docker starts it. */
   setRunMetadata(meta: Record<string, string>): Promise<void>;
   signal: AbortSignal;
+  /** Wait out the time a real build takes for a Dockerfile step or the final image (the timing profile). */
+  pace?(phase: 'step' | 'commit'): Promise<void>;
 }
 
 export class MockBuilder {
@@ -127,6 +129,7 @@ export class MockBuilder {
     const unused = Object.keys(this.cliBuildArgs);
     if (unused.length > 0) throw new Error(`One or more build-args [${unused.join(',')}] were not consumed, failing build.`);
     if (this.layers.length === 0) throw new Error('No image was generated. Is your Dockerfile empty?');
+    await o.pace?.('commit');
     return this.layers[this.layers.length - 1]!.imageDigest!;
   }
 
@@ -153,6 +156,7 @@ export class MockBuilder {
       if (labels) delete labels['com.joyent.package'];
     }
     this.stepNo = this.totalSteps - 1;
+    await this.o.pace?.('commit');
     await createFileLayer(this.layers, this.o.fs.writtenFiles(), true, this.o.publisher);
     return this.layers[this.layers.length - 1]!.imageDigest!;
   }
@@ -173,6 +177,7 @@ export class MockBuilder {
 
   private async step(cmd: BuildCmd): Promise<void> {
     this.o.signal.throwIfAborted();
+    await this.o.pace?.('step');
     this.stepNo++;
     this.setParentId(this.imageDigest);
     this.setImageId();

@@ -24,6 +24,11 @@ export function imgadm(snapshot: GzSnapshot, args: string[]): CommandResult {
   return fail(`imgadm ${sub}: not available on a mock CN (mockcloud): its images are installed through cn-agent tasks`);
 }
 
+/** What `imgadm get` prints on stderr for an image the zpool does not have. */
+export function imageNotInstalled(uuid: string, zpool: string): string {
+  return `imgadm get: error (ImageNotInstalled): image "${uuid}" was not found on zpool "${zpool}"\n`;
+}
+
 function get(images: readonly GzImage[], args: string[]): CommandResult {
   const p = parseArgs(args, { withValue: { P: 'zpool' }, flags: { r: 'children', h: 'help' } });
   if (p.positional.length !== 1) throw new UsageError(`incorrect number of args (${p.positional.length}): "${p.positional.join(' ')}"`);
@@ -33,7 +38,7 @@ function get(images: readonly GzImage[], args: string[]): CommandResult {
   }
   const zpool = lastValue(p, 'zpool') ?? 'zones';
   const image = images.find((i) => i.manifest.uuid === uuid && i.zpool === zpool);
-  if (!image) return fail(`imgadm get: error (ImageNotInstalled): image "${uuid}" was not found on zpool "${zpool}"`);
+  if (!image) return fail(imageNotInstalled(uuid, zpool));
   return ok(`${JSON.stringify(image, null, 2)}\n`);
 }
 

@@ -46,3 +46,10 @@ export async function fetchManifest(ctx: TaskContext, uuid: string): Promise<Rec
     throw err;
   }
 }
+
+/** The bytes an import of this image moves: its file's size in the manifest (undefined when unknown). */
+export function imageFileBytes(manifest: unknown): number | undefined {
+  const files = (manifest as { files?: unknown } | null | undefined)?.files;
+  const size = Array.isArray(files) ? (files[0] as { size?: unknown } | undefined)?.size : undefined;
+  return typeof size === 'number' && size > 0 ? size : undefined;
+}

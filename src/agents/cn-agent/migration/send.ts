@@ -19,6 +19,7 @@
  * a last progress event is sent when a sync ends, so a sync shorter than a second still
  * reports its bytes.
  */
+import { waitOn, type Wait } from '../../../timing/wait.js';
 import net from 'node:net';
 import type { TaskContext } from '../types.js';
 import { LineReader, MigrationListener, refuse, respond, writeEvent } from './listener.js';
@@ -158,6 +159,9 @@ interface DatasetPlan {
 
 export class MigrationSender extends MigrationListener {
   private readonly cn: TaskContext['cn'];
+  /** How long a sync of N bytes takes on a real CN (the timing profile's `tasks.machine_migrate.sync`). */
+  private readonly syncMs: (bytes: number) => number;
+  private readonly wait: Wait;
   private readonly mstate: MigrationState;
   private readonly payload: Obj;
   private record: Obj;
@@ -176,6 +180,11 @@ export class MigrationSender extends MigrationListener {
   constructor(ctx: TaskContext, vmUuid: string, payload: Obj) {
     super(ctx, vmUuid);
     this.cn = ctx.cn;
+    const timing = ctx.env.timing;
+    const vm = ctx.cn.vms.get(vmUuid, { include_dni: true });
+    this.syncMs = (bytes) => timing?.ms('tasks.machine_migrate.sync', { server: ctx.cn.uuid, vm: vmUuid, brand: vm?.brand, bytes }) ?? 0;
+    const scheduler = ctx.env.scheduler;
+    this.wait = scheduler ? waitOn(scheduler) : (ms) => new Promise((r) => setTimeout(r, ms));
     this.mstate = migrationState(ctx);
     this.payload = payload;
     this.record = (payload.migrationTask as Obj).record as Obj;
@@ -379,10 +388,16 @@ export class MigrationSender extends MigrationListener {
     }
   }
 
-  /** Write the stream (paced by zfs_send_mbps_limit), counting progress as bytes leave. */
+  /**
+   * Write the stream, counting progress as bytes leave: paced by zfs_send_mbps_limit, and by
+   * the time the timing profile gives a sync of this size (the slower of the two).
+   */
   private async stream(sock: net.Socket, header: Buffer, size: number): Promise<void> {
     const limit = Number(this.payload.zfs_send_mbps_limit);
-    const bytesPerSecond = Number.isFinite(limit) && limit > 0 ? limit * MEGABITS_TO_BYTES : 0;
+    const limited = Number.isFinite(limit) && limit > 0 ? limit * MEGABITS_TO_BYTES : 0;
+    const drawnMs = this.syncMs(size);
+    const timed = drawnMs > 0 ? (size / drawnMs) * 1000 : 0;
+    const bytesPerSecond = limited > 0 && timed > 0 ? Math.min(limited, timed) : limited || timed;
     const started = performance.now();
     let sent = 0;
     const write = async (buf: Buffer): Promise<void> => {
@@ -402,7 +417,7 @@ export class MigrationSender extends MigrationListener {
       });
       if (bytesPerSecond > 0) {
         const due = (sent / bytesPerSecond) * 1000 - (performance.now() - started);
-        if (due > 0) await new Promise((r) => setTimeout(r, due));
+        if (due > 0) await this.wait(due);
       }
     };
     await write(header);

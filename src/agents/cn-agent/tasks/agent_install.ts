@@ -45,8 +45,9 @@ export const agentInstall = defineTask<{ imageUuid: string }>({
     }
     ctx.log.info('installed agent %s from image %s', name, p.imageUuid);
     try {
-      await ctx.cn.refreshAgents();
-      ctx.log.info('Agents info updated in CNAPI');
+      // A refused agents POST is only warned, as the real task's shared.js refreshAgents does.
+      await ctx.cn.refreshAgents(ctx.log);
+      ctx.log.info('Agents updated into CNAPI');
     } catch (err) {
       // The agent is installed: telling CNAPI is best effort, as on a real CN.
       ctx.log.error({ err }, 'Error posting agents to CNAPI');

@@ -1,6 +1,7 @@
 /**
  * agents_uninstall: works on the CN's `agents/<name>/{package.json,image_uuid,instance_uuid}`
- * directory and then posts the list to CNAPI through `cn.refreshAgents()`. The agents tasks
+ * directory and then posts the list to CNAPI through `cn.refreshAgents()` (a refusal is logged,
+ * not a failure, as in sdc-cn-agent's shared.js). The agents tasks
  * hold the CN's 'agents' lock, which the real agent's `maxConcurrent: 1` queue promised but
  * never enforced.
  */
@@ -32,7 +33,9 @@ export const agentsUninstall = defineTask<{ agents: string[] }>({
         await fsp.rm(path.join(ctx.cn.paths.agents, name), { recursive: true, force: true });
         ctx.log.info('removed agent %s', name);
       }
-      await ctx.cn.refreshAgents();
+      // A refused agents POST is only warned, as the real task's shared.js refreshAgents does.
+      const { postError } = await ctx.cn.refreshAgents(ctx.log);
+      if (!postError) ctx.log.info('Refreshed agent info in CNAPI');
     } catch (err) {
       throw new TaskError(`AgentsUninstallTask error: ${messageOf(err)}`);
     }

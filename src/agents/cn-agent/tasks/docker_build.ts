@@ -220,6 +220,7 @@ class BuildSession {
           await ctx.cn.vms.update(p.uuid, { set_internal_metadata: meta });
         },
         signal: this.signal ?? new AbortController().signal,
+        pace: (phase) => ctx.phase(phase),
       });
       if (p.command === 'commit') {
         const changes = Array.isArray(p.payload.changes) ? p.payload.changes.filter((c): c is string => typeof c === 'string') : [];

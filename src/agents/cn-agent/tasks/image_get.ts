@@ -1,6 +1,7 @@
 /**
  * image_get: the manifest of an installed image (images/installed.ts), as imgadm get prints it.
  */
+import { imageNotInstalled } from '../gz-commands/imgadm.js';
 import { defineTask, TaskError, type InstalledImage } from '../types.js';
 import { fetchManifest, imagesInUse, markImageInstalled } from '../images/installed.js';
 import { uuidParam } from '../task-support/params.js';
@@ -18,8 +19,11 @@ export const imageGet = defineTask<{ uuid: string }>({
       image = ctx.state.images.get(p.uuid);
     }
     if (!image) {
+      // sdc-cn-agent lib/backends/smartos/imgadm.js getImage: the failed `imgadm get`, its
+      // command line and its stderr.
+      const argv = ['/usr/sbin/imgadm', 'get', p.uuid];
       throw new TaskError(
-        `Image.get error: error getting image ${p.uuid}: image "${p.uuid}" was not found on zpool "zones"`,
+        `Image.get error: error getting image ${p.uuid}:\n    cmd: ${argv.join(' ')}\n    stderr: ${imageNotInstalled(p.uuid, 'zones')}`,
       );
     }
     ctx.progress(100);

@@ -10,7 +10,7 @@
 import { messageOf } from '../../../common/errors.js';
 import type { Vm } from '../../../vmadm/types.js';
 import { defineTask, TaskError, type TaskContext, type TaskParams } from '../types.js';
-import { isImageInstalled, markImageInstalled } from '../images/installed.js';
+import { imageFileBytes, isImageInstalled, markImageInstalled } from '../images/installed.js';
 import { includeDni, nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { invalid, isPlainObject, optStringParam, uuidParam } from '../task-support/params.js';
 import { restCodeOf } from '../vmadm-bridge/vm-common.js';
@@ -67,10 +67,18 @@ export const machineCreate = defineTask<CreateParams>({
         return installed;
       });
       if (!found) {
-        await ctx.step('fetch_dataset', 'Fetching zone template dataset', 50, async () => {
-          // A mock CN holds no image data: the image counts as imported from here on.
-          if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
-        });
+        // The import takes its time for the image's bytes (VMAPI's payload carries the image).
+        const bytes = imageFileBytes(ctx.rawParams.image);
+        await ctx.step(
+          'fetch_dataset',
+          'Fetching zone template dataset',
+          50,
+          async () => {
+            // A mock CN holds no image data: the image counts as imported from here on.
+            if (p.imageUuid) markImageInstalled(ctx, p.imageUuid);
+          },
+          bytes,
+        );
       }
       await ctx.step('add_firewall_rules', 'Adding firewall rules', 60, async () => {
         const rules = ctx.rawParams.firewall_rules;
@@ -79,9 +87,7 @@ export const machineCreate = defineTask<CreateParams>({
         // A mock CN runs no firewaller: the rules are not applied (docs/differences.md).
         else ctx.log.info({ rules: rules.length }, 'firewall rules not applied: a mock CN has no firewaller');
       });
-      const vm = await ctx.step('create_machine', 'Creating machine', 100, () =>
-        vms.create({ ...ctx.rawParams, uuid: p.uuid }, { log: ctx.log }),
-      );
+      const vm = await ctx.step('create_machine', 'Creating machine', 100, () => nodeVmadm(ctx).create({ ...ctx.rawParams, uuid: p.uuid }));
       return await finishValue(ctx, vm.uuid);
     } catch (err) {
       failure = err;

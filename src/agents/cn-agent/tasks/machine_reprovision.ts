@@ -1,9 +1,9 @@
 /**
  * machine_reprovision: the stepped task (`pre_check`, `ensure_dataset_present`,
- * `reprovision_machine`), then `{vm}`.
+ * `fetch_dataset` when the CN does not have the image, `reprovision_machine`), then `{vm}`.
  */
 import { defineTask, TaskError } from '../types.js';
-import { markImageInstalled } from '../images/installed.js';
+import { imageFileBytes, isImageInstalled, markImageInstalled } from '../images/installed.js';
 import { nodeVmadm } from '../vmadm-bridge/node-vmadm.js';
 import { optStringParam, uuidParam } from '../task-support/params.js';
 import { loadVm, vmadmCall } from '../vmadm-bridge/vm-common.js';
@@ -28,10 +28,20 @@ export const machineReprovision = defineTask<ReprovisionParams>({
         throw new TaskError(`VM ${p.uuid} does not exist.`);
       }
     });
-    await ctx.step('ensure_dataset_present', 'Checking for zone template dataset', 30, async () => {
-      markImageInstalled(ctx, p.imageUuid);
-      ctx.log.info(`Dataset ${p.imageUuid} exists.`);
+    const found = await ctx.step('ensure_dataset_present', 'Checking for zone template dataset', 30, async () => {
+      const installed = isImageInstalled(ctx, p.imageUuid);
+      ctx.log.info(installed ? `Dataset ${p.imageUuid} exists.` : "Dataset template didn't appear to exist.");
+      return installed;
     });
+    if (!found) {
+      await ctx.step(
+        'fetch_dataset',
+        'Fetching zone template dataset',
+        50,
+        async () => markImageInstalled(ctx, p.imageUuid),
+        imageFileBytes(ctx.rawParams.image),
+      );
+    }
     await ctx.step('reprovision_machine', 'Reprovisioning machine', 100, () =>
       vmadmCall('vmadm.reprovision', () => nodeVmadm(ctx).reprovision(p.uuid, { image_uuid: p.imageUuid })),
     );

@@ -1,8 +1,5 @@
-import { startReboot } from '../../../mockcn/power-cycle.js';
+import { bootTimingOf, startReboot } from '../../../mockcn/power-cycle.js';
 import { defineTask, type TaskContext } from '../types.js';
-
-/** How long a rebooting mock CN stays down unless `--boot-seconds` says otherwise. */
-export const DEFAULT_BOOT_SECONDS = 10;
 
 /**
  * server_reboot: as on a SmartOS CN, the task starts the reboot and finishes at once (the
@@ -10,15 +7,16 @@ export const DEFAULT_BOOT_SECONDS = 10;
  * one does (src/mockcn/power-cycle.ts): running VMs halt, the CN goes down (no heartbeats,
  * no status, cn-agent refuses connections) for the boot time, then comes up with a new
  * "Boot Time", registers again and starts its autoboot VMs. A second request while the CN
- * shuts down changes nothing, as a second `shutdown` would not.
+ * shuts down changes nothing, as a second `shutdown` would not. The boot takes `--boot-seconds`
+ * when given, else the timing profile's `cn.boot`.
  */
 export const serverReboot = defineTask<Record<string, never>>({
   name: 'server_reboot',
   queue: 'server_tasks',
   validate: () => ({}),
   async run(ctx) {
-    const bootSeconds = ctx.env.bootSeconds ?? DEFAULT_BOOT_SECONDS;
-    const started = startReboot(ctx.cn, { bootMs: bootSeconds * 1000, wait: waiter(ctx), log: ctx.env.log });
+    const boot = bootTimingOf(ctx.cn, ctx.env.timing, ctx.env.bootSeconds);
+    const started = startReboot(ctx.cn, { ...boot, wait: waiter(ctx), log: ctx.env.log });
     ctx.log.info(started ? 'spawned the rebooter' : 'a reboot is already under way');
     return {};
   },

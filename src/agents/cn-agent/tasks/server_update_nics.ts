@@ -1,12 +1,14 @@
 /**
  * server_update_nics: set the NIC tags (`NIC Names`) of the CN's interfaces, rewrite
  * sysinfo.json durably and have the CN re-read and register it, as the real agent's sysinfo
- * file watcher does.
+ * file watcher does. Finishes with `{}` like the real task (sdc-cn-agent
+ * lib/backends/smartos/tasks/server_update_nics.js): CNAPI's workflow refreshes the sysinfo
+ * itself afterwards.
  */
 import { messageOf } from '../../../common/errors.js';
 import { defineTask, TaskError } from '../types.js';
 import { invalid, isPlainObject } from '../task-support/params.js';
-import { readCnSysinfo, reloadSysinfo, withAgentAddress, writeCnSysinfo } from '../task-support/sysinfo-file.js';
+import { readCnSysinfo, reloadSysinfo, writeCnSysinfo } from '../task-support/sysinfo-file.js';
 
 interface NicUpdate {
   mac: string;
@@ -69,6 +71,6 @@ export const serverUpdateNics = defineTask<{ nics: NicUpdate[] }>({
       throw new TaskError(messageOf(err));
     }
     if (changed) await reloadSysinfo(ctx.cn, ctx.log);
-    return { sysinfo: withAgentAddress(sysinfo, ctx.cn) };
+    return {};
   },
 });

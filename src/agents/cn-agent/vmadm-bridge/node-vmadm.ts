@@ -8,14 +8,17 @@
  *   their own params on to node-vmadm, so `include_dni` in a task's params (true, or 'true' as
  *   the tasks that read it accept) decides; without it a DNI VM is missing to every task.
  * - On SmartOS it runs the `vmadm` command, so a failure is the command's: see vmadm-cli.ts
- *   (start, stop, update, info and the snapshot commands go through it).
+ *   (create, delete, start, stop, reboot, kill, update, reprovision, info and the snapshot
+ *   commands go through it).
  */
 import { MockcloudError } from '../../../common/errors.js';
 import type { StopOptions, Vm, VmStore } from '../../../vmadm/types.js';
 import type { TaskContext } from '../types.js';
-import { viaVmadm, type CliCall } from './vmadm-cli.js';
+import { viaVmadm, type CliCall, type VmjsRecord } from './vmadm-cli.js';
 
 export interface NodeVmadm {
+  /** vmadm.create: the payload on stdin, no existence check. */
+  create(payload: Record<string, unknown>): Promise<Vm>;
   /** vmadm.load: a DNI VM is "No such zone" unless include_dni. */
   load(uuid: string): Promise<Vm>;
   exists(uuid: string): Promise<boolean>;
@@ -42,9 +45,11 @@ function vmDoesNotExist(): MockcloudError {
   return new MockcloudError('VmNotFound', 'VM does not exist', { restCode: 'VmNotFound' });
 }
 
-export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'>): NodeVmadm {
+export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log' | 'reqId'> & Partial<Pick<TaskContext, 'waitHooks'>>): NodeVmadm {
   const vms = ctx.cn.vms;
   const dni = includeDni(ctx);
+  // A paced operation gives the task's working place back while the VM only takes time.
+  const hooks = ctx.waitHooks;
   const ifExists = (uuid: string): void => {
     const vm = vms.get(uuid, { include_dni: true });
     if (!vm || (vm.do_not_inventory === true && !dni)) throw vmDoesNotExist();
@@ -56,20 +61,51 @@ export function nodeVmadm(ctx: Pick<TaskContext, 'cn' | 'rawParams' | 'log'>): N
   };
   /** The same, run as the `vmadm` command (its failure as node-vmadm reports it). */
   const cli = <T>(uuid: string, call: CliCall, fn: () => Promise<T>): Promise<T> => op(uuid, () => viaVmadm(ctx.log, call, fn));
+  /** The record VM.js logs first for create and update (vmadm-cli.ts). */
+  const opening = (msg: string, fields?: Record<string, unknown>): VmjsRecord => ({
+    hostname: ctx.cn.sysinfo.Hostname,
+    reqId: ctx.reqId,
+    msg,
+    ...(fields ? { fields } : {}),
+  });
   return {
+    create: (payload) =>
+      viaVmadm(
+        ctx.log,
+        { args: ['create'], shape: 'create', opening: opening(`Creating VM, original payload:\n${JSON.stringify(payload, null, 2)}`) },
+        () => vms.create(payload, { log: ctx.log, hooks }),
+      ),
     load: (uuid) => vms.load(uuid, { include_dni: dni }),
     exists: (uuid) => vms.exists(uuid, { include_dni: dni }),
     update: (uuid, payload) =>
-      cli(uuid, { args: ['update', uuid], stderrIsMessage: true }, () => vms.update(uuid, { ...payload, uuid }, { log: ctx.log })),
-    delete: (uuid) => op(uuid, () => vms.delete(uuid)),
-    start: (uuid) => cli(uuid, { args: ['start', uuid] }, () => vms.start(uuid)),
+      cli(
+        uuid,
+        {
+          args: ['update', uuid],
+          shape: 'stderr',
+          opening: opening(`Updating VM ${uuid} with initial payload:\n${JSON.stringify(payload, null, 2)}`, { action: 'update', vm: uuid }),
+        },
+        () => vms.update(uuid, { ...payload, uuid }, { log: ctx.log }),
+      ),
+    delete: (uuid) => cli(uuid, { args: ['delete', uuid] }, () => vms.delete(uuid, { hooks })),
+    start: (uuid) => cli(uuid, { args: ['start', uuid] }, () => vms.start(uuid, { hooks })),
     stop: (uuid, opts = {}) => {
       const args = ['stop', uuid, ...(opts.force ? ['-F'] : []), ...(opts.timeout ? ['-t', String(opts.timeout)] : [])];
-      return cli(uuid, { args }, () => vms.stop(uuid, opts));
+      return cli(uuid, { args }, () => vms.stop(uuid, { ...opts, hooks }));
     },
-    reboot: (uuid, opts) => op(uuid, () => vms.reboot(uuid, opts)),
-    kill: (uuid, opts) => op(uuid, () => vms.kill(uuid, opts)),
-    reprovision: (uuid, opts) => op(uuid, () => vms.reprovision(uuid, opts)),
+    reboot: (uuid, opts = {}) => cli(uuid, { args: ['reboot', uuid, ...(opts.force ? ['-F'] : [])] }, () => vms.reboot(uuid, { ...opts, hooks })),
+    kill: (uuid, opts = {}) =>
+      cli(uuid, { args: ['kill', ...(opts.signal ? ['-s', opts.signal] : []), uuid], keepErrCode: true }, () => vms.kill(uuid, opts)),
+    reprovision: (uuid, opts) =>
+      cli(
+        uuid,
+        {
+          args: ['reprovision', uuid],
+          shape: 'stderr',
+          opening: opening(`Reprovisioning VM ${uuid}`, { action: 'reprovision', vm: uuid, payload: { ...opts, uuid } }),
+        },
+        () => vms.reprovision(uuid, { ...opts, hooks }),
+      ),
     createSnapshot: (uuid, name) => cli(uuid, { args: ['create-snapshot', uuid, name] }, () => vms.createSnapshot(uuid, name)),
     deleteSnapshot: (uuid, name) => cli(uuid, { args: ['delete-snapshot', uuid, name] }, () => vms.deleteSnapshot(uuid, name)),
     rollbackSnapshot: (uuid, name) => cli(uuid, { args: ['rollback-snapshot', uuid, name] }, () => vms.rollbackSnapshot(uuid, name)),

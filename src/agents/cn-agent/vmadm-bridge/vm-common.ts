@@ -50,9 +50,11 @@ export async function vmadmCall<T>(what: string, fn: () => Promise<T>): Promise<
 }
 
 /**
- * A reboot or kill of a VM that is not running, as the store refuses it: what `idempotent`
- * machine_reboot and machine_kill ignore.
+ * What `idempotent` machine_reboot and machine_kill ignore: node-vmadm's err.code ENOTRUNNING
+ * (or ESRCH), which only its kill sets (vmadm-cli.ts). So an idempotent kill of a stopped VM
+ * succeeds and an idempotent reboot of one fails, as on a real CN.
  */
 export function isNotRunning(err: unknown): boolean {
-  return /must be "running"|Cannot find running init PID/.test(messageOf(err));
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOTRUNNING' || code === 'ESRCH';
 }

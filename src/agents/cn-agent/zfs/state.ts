@@ -113,7 +113,7 @@ async function readChanges(file: string, log: TaskLog): Promise<ZfsChanges> {
     return parseChanges(JSON.parse(text), log);
   } catch (err) {
     const aside = path.join(path.dirname(file), `.${path.basename(file)}.bad-${Date.now()}`);
-    log.error({ err, file, aside }, 'ZFS state file is not valid; set aside, starting from the derived datasets');
+    log.warn({ error: (err as Error).message, file, aside }, 'ZFS state file is not valid; set aside, starting from the derived datasets');
     await fsp.rename(file, aside).catch(() => undefined);
     return new ZfsChanges();
   }

@@ -1,17 +1,47 @@
 /**
  * Reading a parsed YAML document (eemeli/yaml's node tree) with every complaint pinned to the
- * line and column of the node it is about. Scenario checks go through here so that no value
- * is read without a position to blame.
+ * line and column of the node it is about. Scenario files and timing files are read through
+ * here so that no value is read without a position to blame.
  */
-import { isMap, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { parseDuration } from './duration.js';
-import type { ScenarioProblem, SourcePos } from './types.js';
+
+/** A position in a YAML file, 1-based. */
+export interface SourcePos {
+  line: number;
+  col: number;
+}
+
+/** One complaint about a YAML file, at the line (and column) it is about. */
+export interface YamlProblem extends SourcePos {
+  message: string;
+}
+
+/**
+ * Parse a YAML (or JSON) text into its root node and a reader pinned to its lines, or the
+ * syntax errors at their lines (duplicate keys included).
+ */
+export function readYaml(text: string): { ok: true; root: Node | null; reader: YamlReader } | { ok: false; problems: YamlProblem[] } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      problems: doc.errors.map((e) => {
+        const at = e.linePos?.[0] ?? { line: 1, col: 1 };
+        const first = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '').trim();
+        return { line: at.line, col: at.col, message: `YAML syntax error: ${first}` };
+      }),
+    };
+  }
+  return { ok: true, root: doc.contents as Node | null, reader: new YamlReader(lines) };
+}
 
 /** A mapping's entries by key, each with its key node (for "unknown key" at the key). */
 export type Entries = Map<string, { key: Node; value: Node | null }>;
 
 export class YamlReader {
-  readonly problems: ScenarioProblem[] = [];
+  readonly problems: YamlProblem[] = [];
 
   constructor(
     private readonly lines: LineCounter,

@@ -1,0 +1,1 @@
+export { PapiService, type PapiServiceOptions } from './service.js';

@@ -1,0 +1,180 @@
+/**
+ * The timing step (`--timing N`, issue 26): N CNs on the `smartos` timing profile.
+ *
+ *   1. create  `mockcloud create-servers N` on an instant daemon;
+ *   2. idle    the same fleet idle on `instant`, then on `smartos` (each a fresh start over the
+ *              data dir, settled, then the idle window): CPU % and RSS, compared;
+ *   3. burst   on `smartos`, `burst` machine_create (2 per CN at 10,000) sent as fast as the
+ *              host lets them be held open: the worst heartbeat gap meanwhile, the tasks in
+ *              flight and the daemon's RSS sampled every second; RSS per task in flight is
+ *              (RSS while the most tasks are in flight − RSS before the burst) / tasks in
+ *              flight then, the VM each of them is provisioning included: the medians over
+ *              the samples with at least 95 % of the most in flight (the first such sample
+ *              alone, taken as the tasks arrive, showed half of what the plateau holds).
+ *
+ * Each task holds its connection open until it ends, as CNAPI's do, and every connection is a
+ * file descriptor on both sides: the burst keeps at most as many open as the host's open-file
+ * limit leaves beside the CNs' listening sockets (the rest wait their turn in the harness),
+ * and says how many that was.
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { onInterrupt } from './cleanup.js';
+import { DaemonProcess, sleep } from './daemon-process.js';
+import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
+import type { SinkProcess } from './sink/sink-process.js';
+import type { SinkStats } from './sink/sink.js';
+import { round, summarize } from './stats.js';
+import { runCreateServers, taskTargets, waitAllHeartbeated } from './step.js';
+import { runTasks } from './task-load.js';
+import type { BenchOptions, TimingResult } from './types.js';
+import { machineCreateParams } from './vm-payload.js';
+
+/** File descriptors left for everything but the CNs' sockets and the burst's connections. */
+const FD_MARGIN = 1000;
+const SAMPLE_MS = 1000;
+
+/** The soft open-file limit of this process (the daemon inherits it). */
+export function openFileLimit(): number {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return !m || m[1] === 'unlimited' ? 1_048_576 : Number(m[1]);
+}
+
+export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: BenchOptions; say: (msg: string) => void }): Promise<TimingResult> {
+  const { sink, opts } = ctx;
+  const burst = opts.timingBurst ?? 2 * n;
+  const started = performance.now();
+  const say = (msg: string): void => ctx.say(`[timing N=${n} +${((performance.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+  const result: TimingResult = { n, burst, ok: false, errors: [], seconds: 0 };
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), `mockcloud-bench-timing-${n}-`));
+  const forget = opts.keep ? () => undefined : onInterrupt(() => rmSync(dataDir, { recursive: true, force: true }));
+  // Connections held at once: what the open-file limit leaves beside N listening sockets.
+  const held = Math.max(1, Math.min(burst, openFileLimit() - n - FD_MARGIN));
+  result.heldConnections = held;
+  let daemon: DaemonProcess | undefined;
+  const start = async (timing: string): Promise<DaemonProcess> => {
+    daemon = (
+      await DaemonProcess.start({
+        dataDir,
+        urls: sink.urls,
+        bindIp: opts.bindIp,
+        logLevel: opts.daemonLogLevel,
+        readyTimeoutMs: 60_000 + n * 20,
+        nodeArgs: timing === 'smartos' && process.env.DIAG_NODE_ARGS ? process.env.DIAG_NODE_ARGS.split(' ') : [],
+        extraArgs: ['--timing', timing, '--max-connections', String(held + 200), '--max-queued-tasks', String(held)],
+      })
+    ).daemon;
+    return daemon;
+  };
+  const stop = async (): Promise<void> => {
+    const d = daemon;
+    daemon = undefined;
+    if (d && !(await d.stop()).clean) result.errors.push(`daemon did not stop cleanly (${d.describeExit()})`);
+  };
+  const idle = async (timing: string): Promise<{ d: DaemonProcess; figures: NonNullable<TimingResult['idleInstant']> }> => {
+    await sink.reset('cnapi');
+    const d = await start(timing);
+    const all = await waitAllHeartbeated(sink, n, 60_000 + n * 10);
+    if (all.cns.heartbeating < n) result.errors.push(`${timing}: only ${all.cns.heartbeating} of ${n} CNs heartbeated`);
+    say(`idle on ${timing}: settling ${opts.settleSeconds} s, measuring ${opts.windowSeconds} s`);
+    await sleep(opts.settleSeconds * 1000);
+    await sink.mark();
+    const c0 = sampleCpu(d.pid);
+    await sleep(opts.windowSeconds * 1000);
+    const s = await sink.stats();
+    return {
+      d,
+      figures: { cpuPercent: round(cpuPercent(c0, sampleCpu(d.pid)), 2), rssBytes: readRssBytes(d.pid), worstHeartbeatGapMs: s.cns.worstGapMs },
+    };
+  };
+
+  try {
+    if (opts.timings) await writeFile(path.join(dataDir, 'config.json'), `${JSON.stringify({ timings: opts.timings }, null, 2)}\n`);
+    await sink.reset('all');
+    say(`create-servers ${n}`);
+    await start('instant');
+    const created = await runCreateServers(dataDir, n, 120_000 + n * 100);
+    if (created.created < n) throw new Error(`create-servers made ${created.created} of ${n} CNs: ${created.message}`);
+    await stop();
+
+    result.idleInstant = (await idle('instant')).figures;
+    await stop();
+    const { d, figures } = await idle('smartos');
+    result.idleSmartos = figures;
+    result.idleCpuRatio = round(figures.cpuPercent / Math.max(0.01, result.idleInstant.cpuPercent), 3);
+
+    const { targets, net } = await taskTargets(d, n, sink);
+    say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
+    const rssBefore = readRssBytes(d.pid);
+    await sink.mark();
+    const samples: { inFlight: number; rssBytes: number }[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const status = await d.control<{ tasksInFlight?: number }>('GET', '/status').catch(() => undefined);
+        const inFlight = status?.body?.tasksInFlight ?? 0;
+        const rssBytes = readRssBytes(d.pid);
+        samples.push({ inFlight, rssBytes });
+        await sleep(SAMPLE_MS);
+      }
+    })();
+    const plateau = (): { inFlight: number; rssBytes: number } => {
+      const most = Math.max(0, ...samples.map((x) => x.inFlight));
+      const at = samples.filter((x) => most > 0 && x.inFlight >= most * 0.95);
+      return { inFlight: median(at.map((x) => x.inFlight)), rssBytes: median(at.map((x) => x.rssBytes)) };
+    };
+    const run = await runTasks({
+      targets,
+      task: 'machine_create',
+      params: (i, t) => machineCreateParams(i, t.uuid, net),
+      count: burst,
+      concurrency: held,
+      timeBudgetMs: (opts.timingBudgetSeconds ?? 900) * 1000,
+      // As CNAPI waits for a task (an hour): a create on smartos takes tens of seconds, its tail minutes.
+      requestTimeoutMs: 600_000,
+      // Round-robin over 10,000 CNs, a kept-alive socket per CN would pile up past the cap.
+      ownConnections: true,
+    });
+    await sleep((opts.timings?.heartbeatIntervalMs ?? 5000) + 1000);
+    sampling = false;
+    await sampler;
+    const s: SinkStats = await sink.stats();
+    const peak = plateau();
+    const lat = summarize(run.latenciesMs);
+    result.burstResult = {
+      sent: run.ok + run.failed,
+      ok: run.ok,
+      failed: run.failed,
+      failures: run.failures,
+      timedOut: run.timedOut,
+      seconds: round(run.seconds, 1),
+      p50Ms: lat.p50Ms,
+      p99Ms: lat.p99Ms,
+      worstHeartbeatGapMs: s.cns.worstGapMs,
+      silentCns: s.cns.silentSinceMark,
+      peakInFlight: peak.inFlight,
+      rssBeforeBytes: rssBefore,
+      rssAtPeakBytes: peak.rssBytes,
+      rssPerInFlightTaskBytes: peak.inFlight > 0 ? Math.round((peak.rssBytes - rssBefore) / peak.inFlight) : NaN,
+    };
+    if (run.failed > 0) result.errors.push(...run.failures.slice(0, 3));
+    await stop();
+    result.ok = result.errors.length === 0;
+  } catch (err) {
+    result.errors.push(err instanceof Error ? err.message : String(err));
+  } finally {
+    await stop().catch((err: unknown) => result.errors.push(`stopping the daemon: ${(err as Error).message}`));
+    if (!opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    forget();
+    result.seconds = round((performance.now() - started) / 1000, 1);
+  }
+  return result;
+}
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return 0;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
