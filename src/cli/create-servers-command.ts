@@ -4,7 +4,7 @@
  * NAPI, its server dir with sysinfo and agents, and starts at once.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { daemonFor, UsageError } from './daemon-client.js';
 import { createServers, printCreated, reportErrors, type CreateOptions } from './fleet-ops.js';
 import { checkCount, Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';

@@ -15,7 +15,7 @@ import { createLogger } from '../common/log.js';
 import { resolveConfig } from '../daemon/config.js';
 import { SETTINGS, type RawSettings } from '../daemon/settings.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
-import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
 import { CliError, UsageError } from './daemon-client.js';
 import { registerDaemon, unregisterDaemon } from './daemon-registry.js';

@@ -6,7 +6,7 @@
  * Used by smf/method/mockcloud-setup and tools/nightly-setup-hook.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { CliError, daemonFor, UsageError } from './daemon-client.js';
 import { computeNodes, createServers, deleteServers, deletingServers, listServers, newest, reportErrors } from './fleet-ops.js';
 import { checkCount, Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';

@@ -2,7 +2,8 @@
  * What create-servers, ensure-servers and delete-servers do through the daemon's control API,
  * shared so each command is only its arguments and its output.
  */
-import type { CreatedServer, CreateResult, RemoveResult } from '../daemon/server-factory.js';
+import type { CreatedServer, CreateResult } from '../daemon/server-factory.js';
+import type { RemoveResult } from '../daemon/server-removal.js';
 import { mapLimit } from '../daemon/concurrency.js';
 import { batchMixes, formatMix, type Mix } from '../daemon/fleet-mix.js';
 import type { Placement } from '../mockcn/profiles.js';

@@ -15,7 +15,7 @@ import { readDaemonJson } from '../daemon/daemon-json.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import type { CaptureUrls } from '../mirror/capture.js';
 import { DEFAULT_CAPTURE_LIMITS, RECORD_KIND_NAMES, type RecordKind } from '../mirror/format.js';
-import type { LoadReport } from '../mirror/load.js';
+import type { LoadReport } from '../mirror/load-report.js';
 import { clientDataDir, CliError, daemonFor, daemonLine, UsageError } from './daemon-client.js';
 import { Progress, jsonLine, withDataDir, withJson, type DataDirArgs, type JsonArgs } from './options.js';
 

@@ -2,44 +2,40 @@
  * The daemon: one process hosting every mock CN. It owns the shared pieces (scheduler, HTTP
  * client, cn-agent server, vmadm, CNAPI reporter, agent plug-ins, fleet, control API,
  * daemon.json) and their order of start and stop. `stop()` releases every timer and socket,
- * so a SIGTERM ends the process cleanly.
+ * so a SIGTERM ends the process cleanly. What it wires lives beside it: the start-up checks
+ * (preflight.ts), the embedded dev headnode (embedded-headnode.ts), what the metrics read
+ * (metrics-wiring.ts) and the control API's answers (control-answers.ts).
  */
-import { constants as fsConstants, promises as fsp } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { CnapiReporter } from '../agents/cn-agent/cnapi-reporter/index.js';
-import { validateFaultSpec } from '../agents/cn-agent/faults.js';
 import { TASK_REGISTRY } from '../agents/cn-agent/tasks/index.js';
-import { ERROR_CATALOGUE, MockcloudError, toMockcloudError, type ErrorCode } from '../common/errors.js';
+import { MockcloudError } from '../common/errors.js';
 import { JsonHttpClient } from '../common/http-client.js';
 import { createLogger, failureFields, type Logger } from '../common/log.js';
 import { describeSystemError } from '../common/system-errors.js';
-import { Headnode, type HeadnodePorts } from '../headnode/index.js';
-import { placementBody, ProfileCatalogue } from '../mockcn/profiles.js';
+import type { Headnode } from '../headnode/index.js';
+import { ProfileCatalogue } from '../mockcn/profiles.js';
 import { loadProfileFiles } from '../mockcn/profile-files.js';
 import { batchMixes, type Mix } from './fleet-mix.js';
-import { readSysinfoFile, adminNicOf, DERIVED_SYSINFO_KEYS, RUNTIME_SYSINFO_KEYS } from '../mockcn/sysinfo-file.js';
-import { isHeadnodeSysinfo } from '../mockcn/sysinfo-template.js';
-import type { MockCnImpl } from '../mockcn/mock-cn.js';
 import type { MockCn } from '../mockcn/types.js';
 import type { AgentPluginContext, CnAgentPlugin, CnAgentPluginFactory } from '../runtime/agent-plugin.js';
 import { settingHint, type DaemonConfig } from './config.js';
-import { CONTROL_SOCKET, ControlApi, type ControlHandlers, type ControlResponse } from './control-api.js';
+import { CONTROL_SOCKET, ControlApi } from './control-api.js';
+import { ControlAnswers } from './control-answers.js';
+import { ensureHeadnodeServer, startEmbeddedHeadnode, type EmbeddedHeadnodeWish } from './embedded-headnode.js';
 import { DaemonJsonWriter, daemonJsonPath, type DaemonJson } from './daemon-json.js';
 import { createCnAgentHost, createVmadmHost, type ServiceContext } from './default-services.js';
 import { defaultPlugins } from './default-plugins.js';
 import { LoopbackAgentIps } from './agent-ips.js';
 import { CmonAgentPlugin } from '../agents/cmon-agent/index.js';
-import { ConfigAgentPlugin } from '../agents/config-agent/index.js';
 import { FirewallerPlugin } from '../agents/firewaller/index.js';
 import { SapiInstancesPlugin, type SapiInstancesOptions } from '../agents/sapi-instances/index.js';
 import { Fleet } from './fleet.js';
 import { startFleetPage } from './fleet-page.js';
 import type { UiServer } from '../ui/server.js';
 import { EventsEngine } from '../events/index.js';
-import { preflight } from './preflight.js';
+import { prepareDataDir, preflight, probeBindIp } from './preflight.js';
 import { hostedByValue, loadDaemonId } from './daemon-id.js';
 import { RateWindow } from './rates.js';
 import { Scheduler, type ScheduledJob } from '../runtime/scheduler.js';
@@ -47,16 +43,15 @@ import { INSTANT } from '../timing/builtin.js';
 import type { TimingProfile } from '../timing/profile.js';
 import { resolveTiming } from '../timing/resolve.js';
 import { Timing } from '../timing/timing.js';
-import { describeTiming, setTiming } from './timing-control.js';
 import { waitOn } from '../timing/wait.js';
-import { ServerFactory, validatePlacement, type CreateResult } from './server-factory.js';
+import { ServerFactory, type CreateResult } from './server-factory.js';
 import { removeStaleServerTemps, removeStaleTempsAtStart } from './stale-temps.js';
 import type { CnAgentHost, VmadmHost } from './services.js';
-import { BUILD, MOCKCLOUD_VERSION } from './version.js';
-import { CnAgentServer } from '../agents/cn-agent/index.js';
-import { DaemonMetrics, METRICS_CONTENT_TYPE } from '../metrics/index.js';
+import { MOCKCLOUD_VERSION } from './version.js';
+import { METRICS_CONTENT_TYPE, type DaemonMetrics } from '../metrics/index.js';
 import { MetricsListener } from './metrics-listener.js';
-import { bootReport, bootStatus, firstBoot, startBootService, type BootWiring } from './boot-wiring.js';
+import { createDaemonMetrics } from './metrics-wiring.js';
+import { firstBoot, startBootService, type BootWiring } from './boot-wiring.js';
 
 const PACKAGE_VERSION = MOCKCLOUD_VERSION;
 
@@ -80,7 +75,7 @@ export interface DaemonOptions {
    * configured (no CNAPI, VMAPI, NAPI, IMGAPI or SAPI URL), and point every CN at it. Off unless
    * asked: `mockcloud daemon` asks unless run with --no-headnode.
    */
-  embeddedHeadnode?: { ports?: HeadnodePorts; host?: string; heartbeat?: { periodMs?: number; lifetimeMs?: number } };
+  embeddedHeadnode?: EmbeddedHeadnodeWish;
 }
 
 type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -234,11 +229,19 @@ export class Daemon {
         if (p.timing !== undefined) this.profileTimings.set(p.name, await resolveTiming(p.timing, profilesDir));
       }
       this.daemonId = await loadDaemonId(config.dataDir);
-      await this.startEmbeddedHeadnode();
+      // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
+      this.headnodeInstance = await startEmbeddedHeadnode(this.opts.embeddedHeadnode, config, log, {
+        ms: (key: string) => this.timing.ms(key),
+        wait: waitOn(this.scheduler),
+      });
       this.scheduler.start();
       this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
       this.loopDelay.enable();
-      const metrics = this.startMetrics();
+      const metrics = createDaemonMetrics({
+        config, daemonId: this.daemonId, scheduler: this.scheduler, http: this.http, errors: this.errors,
+        parts: () => ({ fleet: this.fleetInstance, events: this.eventsEngine, reporter: this.reporterInstance, cnAgent: this.cnAgent, plugins: this.plugins }),
+      });
+      this.metrics = metrics;
 
       const fleetRef: { fleet?: Fleet } = {};
       const pluginCtx = (name: string): AgentPluginContext => ({
@@ -363,7 +366,14 @@ export class Daemon {
       await this.eventsEngine.start();
       await this.startMetricsListener();
 
-      const handlers = this.controlHandlers();
+      const handlers = new ControlAnswers({
+        config, scheduler: this.scheduler, http: this.http, log, timing: this.timing, errors: this.errors, profiles: this.profiles,
+        daemonId: this.daemonId, hostedBy: this.hostedBy, startedAt: this.startedAt, fleet, factory: this.factory, reporter,
+        cnAgent: this.cnAgent, plugins: this.plugins, events: this.eventsEngine, boot, rates: this.rates, loopDelay: this.loopDelay,
+        state: () => this.state,
+        uiUrl: () => this.ui?.address.url,
+        scrapeMetrics: () => this.scrapeMetrics(),
+      }).handlers();
       this.control = new ControlApi(handlers, log.child({ component: 'control-api' }), {
         port: config.controlPort,
         socketPath: path.join(config.dataDir, CONTROL_SOCKET),
@@ -389,7 +399,7 @@ export class Daemon {
       // Removals an earlier run could not finish: in the background, the CNs are not waiting.
       this.resuming = this.factory.resumeRemovals(loaded.deleting);
       this.sweeping = removeStaleServerTemps(config.dataDir, log).catch((err: unknown) => log.warn({ err }, 'cannot remove the temp files of an earlier run'));
-      await this.ensureHeadnodeServer();
+      if (this.headnodeInstance) await ensureHeadnodeServer(fleet, this.factory, log, (kind) => this.countError(kind));
       await cmon?.settled();
       this.state = 'running';
       await this.daemonJson.flush();
@@ -441,42 +451,6 @@ export class Daemon {
   /** Where --metrics-address serves GET /metrics; undefined without one. */
   get metricsAddress(): { ip: string; port: number; url: string } | undefined {
     return this.metricsListener?.address;
-  }
-
-  /**
-   * The metrics read what the components count, at scrape time (src/metrics); the observers
-   * go to the shared HTTP client here, to cn-agent and the CNAPI reporter as they are built.
-   */
-  private startMetrics(): DaemonMetrics {
-    const metrics = new DaemonMetrics({
-      urls: this.config.urls,
-      labels: { datacenter: this.config.datacenterName, service: 'mockcloud' },
-      daemon: { id: this.daemonId ?? '', version: BUILD.version, gitSha: BUILD.gitSha },
-      sources: {
-        servers: () => this.fleetInstance?.list() ?? [],
-        faultState: (uuid) => this.eventsEngine?.faultState(uuid),
-        reporter: () => this.reporterInstance,
-        tasks: () => {
-          const agent = this.cnAgent;
-          if (!agent) return undefined;
-          if (!(agent instanceof CnAgentServer)) return { inFlight: agent.tasksInFlight ?? 0 };
-          return {
-            inFlight: agent.tasksInFlight,
-            admission: agent.admission.stats(),
-            rejected: agent.rejected,
-            connections: { ...agent.connections.stats(), limits: agent.connections.limits },
-          };
-        },
-        events: () => this.eventsEngine?.counts(),
-        plugins: () => this.plugins,
-        scheduler: this.scheduler,
-        http: this.http,
-        errors: () => this.errors,
-      },
-    });
-    this.metrics = metrics;
-    this.http.observer = metrics.requestEnded;
-    return metrics;
   }
 
   /** --metrics-address: the same /metrics on a listener of its own, for a scraper elsewhere. */
@@ -533,54 +507,6 @@ export class Daemon {
   /** The embedded dev headnode, when this daemon runs one. */
   get headnode(): Headnode | undefined {
     return this.headnodeInstance;
-  }
-
-  /** Starts the dev headnode when asked to and no Triton address is configured. */
-  private async startEmbeddedHeadnode(): Promise<void> {
-    const want = this.opts.embeddedHeadnode;
-    const { config } = this;
-    if (!want) return;
-    const configured = Object.keys(config.urls).filter((k) => config.urls[k as keyof typeof config.urls]);
-    if (configured.length > 0) {
-      this.log.info({ urls: config.urls }, 'Triton addresses configured: no embedded headnode');
-      return;
-    }
-    const headnode = new Headnode({
-      dataDir: config.dataDir,
-      log: this.log,
-      host: want.host ?? '127.0.0.1',
-      ...(want.ports ? { ports: want.ports } : config.headnodePorts ? { ports: config.headnodePorts } : {}),
-      datacenter: config.datacenterName,
-      ...(config.dnsDomain ? { dnsDomain: config.dnsDomain } : {}),
-      adminUuid: config.adminUuid,
-      platform: config.platform,
-      ...(want.heartbeat ? { heartbeat: want.heartbeat } : {}),
-      // The dev DC's workflows and waitlist take the daemon's timing, on its scheduler.
-      pacing: { ms: (key: string) => this.timing.ms(key), wait: waitOn(this.scheduler) },
-      booter: config.booter !== 'none',
-    });
-    const urls = await headnode.start();
-    this.headnodeInstance = headnode;
-    for (const svc of ['cnapi', 'vmapi', 'napi', 'imgapi', 'sapi', 'fwapi', 'fwapiFast'] as const) {
-      config.urls[svc] = urls[svc];
-      config.sources[`${svc}Url`] = 'headnode';
-    }
-    config.urls.papi = urls.papi;
-  }
-
-  /**
-   * The dev DC's headnode server: made with the embedded dev headnode when the data dir has
-   * none. A failure is logged and counted; the compute nodes work without it.
-   */
-  private async ensureHeadnodeServer(): Promise<void> {
-    if (!this.headnodeInstance || this.fleet.headnode()) return;
-    try {
-      const hn = await this.factory!.createHeadnode();
-      this.log.info({ server: hn.uuid }, 'created the dev DC\'s headnode server');
-    } catch (err) {
-      this.countError('headnode-server');
-      this.log.error(failureFields(err), 'creating the dev DC\'s headnode server failed');
-    }
   }
 
   /**
@@ -672,290 +598,4 @@ export class Daemon {
     }
     return json;
   }
-
-  // ---- control API answers
-
-  private controlHandlers(): ControlHandlers {
-    return {
-      ping: () => ({ pid: process.pid, state: this.state, version: PACKAGE_VERSION }),
-      status: () => this.status(),
-      config: () => {
-        const { timingProfile: _read, ...config } = this.config;
-        return { ...config, timingProfile: this.timing.profile.name };
-      },
-      timing: () => describeTiming(this.timing),
-      setTiming: (body) => setTiming(this.timing, body, process.cwd(), this.log),
-      profiles: () => this.profiles.list(),
-      listServers: () => this.fleet.list().map((cn) => this.described(cn)),
-      getServer: (uuid) => {
-        const cn = this.fleet.get(uuid);
-        if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-        return { ...this.described(cn), agents: cn.agents, sysinfo: cn.sysinfo, paths: cn.paths };
-      },
-      createServers: (body) => this.createServers(body),
-      deleteServer: (uuid) => this.factory!.remove(uuid),
-      rescanServer: (uuid) => this.rescan(uuid),
-      setPlacement: async (uuid, body) => {
-        const cn = this.fleet.get(uuid);
-        if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-        const placement = validatePlacement(body, 'placement');
-        const update = placementBody(placement);
-        if (Object.keys(update).length === 0) throw new MockcloudError('InvalidArgument', 'placement: nothing to set (traits, reserved, reservoir, overprovisionRatios)');
-        await this.factory!.updateInCnapi(cn.uuid, update);
-        return { uuid: cn.uuid, cnapi: update };
-      },
-      rescanAll: async () => {
-        const results: unknown[] = [];
-        const errors: { uuid: string; message: string }[] = [];
-        for (const cn of this.fleet.list()) {
-          await this.rescan(cn.uuid).then(
-            (r) => results.push(r),
-            (err: unknown) => errors.push({ uuid: cn.uuid, message: toMockcloudError(err).message }),
-          );
-        }
-        return { servers: results, errors };
-      },
-      listFaults: () => this.faults().list(),
-      setFault: (body) => this.faults().set(this.checkFaultTargets(body)),
-      clearFaults: (server) => {
-        const f = this.faults();
-        const before = f.list().length;
-        f.clear(server);
-        return { removed: before - f.list().length };
-      },
-      removeFault: (id) => {
-        if (!this.faults().remove(id)) throw new MockcloudError('ResourceNotFound', `fault rule ${id} not found`);
-        return { removed: 1 };
-      },
-      listEvents: () => this.events.list(),
-      startEvent: (body) => this.events.startEvent(body),
-      endEvent: (id) => this.events.endEvent(id),
-      endAllEvents: () => this.events.endAll(),
-      markEvents: (body) => this.events.mark(body),
-      metrics: () => this.scrapeMetrics(),
-      serverAgent: (uuid, what, query) => this.serverAgent(uuid, what, query),
-      boots: (query) => bootReport(this.boot, this.fleet.list(), query),
-    };
-  }
-
-  /** GET /servers/:uuid/{config-agent,firewall,fwadm}: what the CN's config-agent and firewaller hold. */
-  private serverAgent(uuid: string, what: string, query: URLSearchParams): ControlResponse {
-    if (!this.fleet.get(uuid)) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    const fw = this.plugins.find((p): p is FirewallerPlugin => p instanceof FirewallerPlugin);
-    if (what === 'config-agent') {
-      const ca = this.plugins.find((p): p is ConfigAgentPlugin => p instanceof ConfigAgentPlugin)?.details(uuid);
-      if (!ca) throw new MockcloudError('ServiceUnavailable', 'config-agent is not running (no SAPI)');
-      return { body: ca };
-    }
-    const state = fw?.state(uuid);
-    if (!fw || !state) throw new MockcloudError('ServiceUnavailable', 'firewaller is not running (no FWAPI)');
-    if (what === 'firewall') return { body: state };
-    const args = (query.get('cmd') ?? 'list').trim().split(/\s+/);
-    const out = fw.fwadm(uuid, args)!;
-    return { status: out.code === 0 ? 200 : out.code === 2 ? 400 : 404, text: { contentType: 'text/plain; charset=utf-8', body: out.code === 0 ? out.stdout : out.stderr } };
-  }
-
-  /** A CN's row of GET /servers: its summary and what the agent plug-ins say of it. */
-  private described(cn: MockCnImpl): Record<string, unknown> {
-    const row = summary(cn);
-    for (const p of this.plugins) Object.assign(row, p.describe?.(cn.uuid));
-    return row;
-  }
-
-  /**
-   * A rule that can never fire is a mistake to say, not to keep: its task must be one cn-agent
-   * runs (the task registry), its server one of this fleet.
-   */
-  private checkFaultTargets(body: unknown): unknown {
-    const spec = validateFaultSpec(body);
-    if (spec.task !== undefined && !TASK_REGISTRY.has(spec.task)) {
-      throw new MockcloudError(
-        'InvalidArgument',
-        `fault: cn-agent has no task ${JSON.stringify(spec.task)}; its tasks are ${[...TASK_REGISTRY.keys()].sort().join(', ')}`,
-      );
-    }
-    if (spec.server !== undefined && !this.fleet.get(spec.server)) {
-      throw new MockcloudError('InvalidArgument', `fault: server ${spec.server} is not one of this daemon's mock CNs (see mockcloud list-servers)`);
-    }
-    return body;
-  }
-
-  private faults(): NonNullable<CnAgentHost['faults']> {
-    const f = this.cnAgent?.faults;
-    if (!f) throw new MockcloudError('ServiceUnavailable', 'this daemon\'s cn-agent has no fault injection');
-    return f;
-  }
-
-  private async createServers(body: unknown): Promise<ControlResponse> {
-    if (this.state !== 'running') throw new MockcloudError('ServiceUnavailable', `the daemon is ${this.state}`);
-    const req = ServerFactory.validate(body, this.profiles);
-    const result = await this.factory!.create(req);
-    if (result.created.length === 0 && result.errors.length > 0) {
-      const first = result.errors[0]!;
-      const status = ERROR_CATALOGUE[first.code as ErrorCode] ?? 500;
-      return { status, body: { code: first.code, message: first.message, errors: result.errors } };
-    }
-    return { body: result };
-  }
-
-  private async rescan(uuid: string): Promise<unknown> {
-    const cn = this.fleet.get(uuid);
-    if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    await cn.vms.rescan();
-    cn.markStatusDirty();
-    const onDisk = await readSysinfoFile(cn.paths.sysinfo, uuid).catch((err: unknown) => {
-      throw toMockcloudError(err);
-    });
-    const current: Record<string, unknown> = { ...cn.sysinfo };
-    const file: Record<string, unknown> = { ...onDisk };
-    for (const k of [...RUNTIME_SYSINFO_KEYS, ...DERIVED_SYSINFO_KEYS]) {
-      delete current[k];
-      delete file[k];
-    }
-    const changed = JSON.stringify(file) !== JSON.stringify(current);
-    if (changed) await cn.reloadSysinfo();
-    return { uuid, vms: cn.vms.size, sysinfoChanged: changed };
-  }
-
-  /** Event-loop delay since the previous /status read (then the histogram starts again). */
-  private eventLoopFigures(): { delayP99Ms: number; delayMaxMs: number } | undefined {
-    const h = this.loopDelay;
-    if (!h || h.count === 0) return undefined;
-    // The histogram counts the whole sampling interval; what the loop was late is beyond it.
-    const late = (ns: number): number => Math.max(0, Math.round(ns / 1e6 - 20));
-    const out = { delayP99Ms: late(h.percentile(99)), delayMaxMs: late(h.max) };
-    h.reset();
-    return out;
-  }
-
-  private status(): unknown {
-    const reporter = this.reporterInstance;
-    const fleet = this.fleetInstance;
-    const rates = this.rates?.rates() ?? {};
-    const mem = process.memoryUsage();
-    const agents: Record<string, unknown> = {};
-    for (const p of this.plugins) if (p.stats) agents[p.name] = p.stats();
-    return {
-      pid: process.pid,
-      version: PACKAGE_VERSION,
-      gitSha: BUILD.gitSha,
-      buildTime: BUILD.buildTime,
-      state: this.state,
-      hostname: os.hostname(),
-      /** Which daemon this is for Triton: its CNs' sysinfo `Mockcloud Daemon` is `hostedBy`. */
-      daemonId: this.daemonId ?? null,
-      hostedBy: this.daemonId ? this.hostedBy : null,
-      startedAt: this.startedAt?.toISOString(),
-      uptimeSeconds: this.startedAt ? Math.round((Date.now() - this.startedAt.getTime()) / 1000) : 0,
-      dataDir: this.config.dataDir,
-      urls: this.config.urls,
-      /** The live fleet web page (`mockcloud ui`); null with --ui-address none. */
-      ui: this.ui?.address.url ?? null,
-      servers: fleet?.size ?? 0,
-      /** Removed CNs whose NICs, VMs or CNAPI record are not gone yet (finished at the next start). */
-      deletingServers: this.factory?.deletingServers ?? [],
-      /** Triton objects a removal found were not its CN's and left alone, by kind (never delete what you did not check). */
-      leftAlone: this.factory?.leftAlone ?? {},
-      /** The dev DC's headnode server among them, when this daemon hosts it. */
-      headnodeServer: fleet?.headnode()?.uuid ?? null,
-      registered: fleet ? fleet.list().filter((cn) => cn.registered).length : 0,
-      /** CNs by the hardware profile they were made with (the headnode server among them). */
-      profiles: fleet ? countBy(fleet.list().map((cn) => cn.profile)) : {},
-      /** The seed of creation draws (--seed), when one is set. */
-      seed: this.config.seed ?? null,
-      /** The daemon's timing profile (docs/timing.md) and the events adjusting it now. */
-      timing: { profile: this.timing.profile.name, adjustments: this.timing.activeAdjustments.length },
-      /** CNs down (rebooting): not heartbeating, cn-agent not listening. */
-      down: fleet ? fleet.list().filter((cn) => cn.power === 'down').length : 0,
-      heartbeatsPerSecond: rates.heartbeats ?? 0,
-      statusReportsPerSecond: rates.statusReports ?? 0,
-      tasksInFlight: this.cnAgent?.tasksInFlight ?? 0,
-      /** Fault events running now (GET /events lists them). */
-      activeEvents: this.eventsEngine?.size ?? 0,
-      eventLoop: this.eventLoopFigures(),
-      boot: bootStatus(this.boot, fleet?.list() ?? []),
-      errors: Object.fromEntries([...this.errors.entries()].sort()),
-      cnapi: reporter
-        ? {
-            url: this.config.urls.cnapi ?? null,
-            standalone: reporter.standalone,
-            failingServers: { ...reporter.failingCns },
-            lastFailure: reporter.lastFailure ?? null,
-            ...reporter.counters,
-          }
-        : undefined,
-      cnAgent: this.cnAgent?.stats?.(),
-      agents,
-      /** `lag`: how late the most overdue hot job (heartbeats) and other job are (a busy daemon falls behind). */
-      scheduler: { jobs: this.scheduler.size, errors: this.scheduler.errors, lag: this.scheduler.lag() },
-      http: { ...this.http.stats, backgroundQueued: this.http.backgroundQueued, queued: this.http.queued },
-      memory: {
-        rssBytes: mem.rss,
-        heapUsedBytes: mem.heapUsed,
-        heapTotalBytes: mem.heapTotal,
-        externalBytes: mem.external,
-        arrayBuffersBytes: mem.arrayBuffers,
-      },
-    };
-  }
-}
-
-/** The data dir exists (made if need be) and takes files; else an error naming --data-dir. */
-async function prepareDataDir(dataDir: string): Promise<void> {
-  try {
-    await fsp.mkdir(dataDir, { recursive: true });
-    await fsp.access(dataDir, fsConstants.W_OK);
-  } catch (err) {
-    throw new MockcloudError(
-      'InvalidArgument',
-      `cannot use ${dataDir} as the data dir: ${describeSystemError(err)}; choose another with ${settingHint('dataDir')}`,
-      { cause: err },
-    );
-  }
-}
-
-/**
- * Every CN's cn-agent socket binds the bind IP: an address this host does not have would fail
- * each CN alone, after the data dir was read. One trial bind says it first, naming the flag.
- */
-async function probeBindIp(ip: string): Promise<void> {
-  const probe = net.createServer();
-  try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen({ host: ip, port: 0, exclusive: true }, () => resolve());
-    });
-  } catch (err) {
-    throw new MockcloudError(
-      'InvalidArgument',
-      `the mock CNs cannot listen on ${ip}: ${describeSystemError(err)}; give an address of this host with ${settingHint('bindIp')}`,
-      { cause: err },
-    );
-  } finally {
-    await new Promise<void>((resolve) => (probe.listening ? probe.close(() => resolve()) : resolve()));
-  }
-}
-
-function countBy(names: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const n of [...names].sort()) out[n] = (out[n] ?? 0) + 1;
-  return out;
-}
-
-function summary(cn: MockCnImpl): Record<string, unknown> {
-  return {
-    uuid: cn.uuid,
-    hostname: cn.hostname,
-    adminIp: adminNicOf(cn.sysinfo).ip ?? null,
-    agentAddress: cn.agentAddress ?? null,
-    registered: cn.registered,
-    draining: cn.draining,
-    /** The dev DC's headnode server: listed, but never counted or deleted by the fleet commands. */
-    headnode: isHeadnodeSysinfo(cn.sysinfo),
-    vms: cn.vms.size,
-    /** The hardware profile it was made with. */
-    profile: cn.profile,
-    /** sysinfo "Zpool Creation" (epoch seconds at creation): what "newest" means for ensure/delete --count. */
-    createdAt: typeof cn.sysinfo['Zpool Creation'] === 'number' ? cn.sysinfo['Zpool Creation'] : null,
-  };
 }

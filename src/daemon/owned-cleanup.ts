@@ -15,6 +15,7 @@
 import type { JsonHttpClient } from '../common/http-client.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
+import { retryWithBackoff } from '../common/retry.js';
 import { cnapiServerNotOurs, LeftAlone, nicBelongsTo, vmIsOnServer, type NicOwner } from '../common/ownership.js';
 
 export interface OwnedCleanupOptions {
@@ -180,4 +181,20 @@ export function answerError(service: string, what: string, res: { statusCode: nu
     'BadGateway',
     `${service} ${what}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`,
   );
+}
+
+/**
+ * Who a CN's admin NIC may belong to in NAPI: the admin user (`other`, as it was made) or,
+ * once net-agent claimed it, the CN itself.
+ */
+export function adminNicOwners(adminUuid: string, uuid: string): NicOwner[] {
+  return [
+    { uuid: adminUuid, type: 'other' },
+    { uuid, type: 'server' },
+  ];
+}
+
+/** A Triton call of a clean-up: tried again with backoff, unless the daemon is stopping. */
+export function withCleanupRetries<T>(stopped: (() => boolean) | undefined, fn: () => Promise<T>): Promise<T> {
+  return retryWithBackoff(fn, { attempts: 5, minDelayMs: 100, maxDelayMs: 2000, ...(stopped ? { stopped } : {}) });
 }

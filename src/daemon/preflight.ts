@@ -4,17 +4,21 @@
  * --metrics-address, cmon-agent's port, the dev headnode's pinned ports). A start that would fail half-way (after
  * seeding a dev DC into the data dir, say) fails here instead, with a message naming the flag
  * to change, and leaves the data dir as it was (not even created).
+ * Once those pass, the start makes the data dir and checks that it takes files, and that the
+ * mock CNs can listen on the bind IP (`prepareDataDir`, `probeBindIp`).
  *
  * One port may move: with the embedded dev headnode (a laptop, CI), cmon-agent's default port
  * 9163 falls back to a free one when something else holds it, and says so. Against a real
  * Triton it does not: CMON scrapes every CN on 9163 and nowhere else, so a daemon on another
  * port would run with metrics no one can read.
  */
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { MockcloudError } from '../common/errors.js';
 import { probeListen } from '../common/port-probe.js';
 import { describeSystemError } from '../common/system-errors.js';
-import { DEFAULT_CMON_PORT, type DaemonConfig } from './config.js';
+import { DEFAULT_CMON_PORT, settingHint, type DaemonConfig } from './config.js';
 import { SETTINGS } from './settings.js';
 import { isProcessAlive, readDaemonJson } from './daemon-json.js';
 
@@ -130,4 +134,40 @@ export async function preflight(config: DaemonConfig, opts: PreflightOptions): P
 /** The dev-mode log file: `<data-dir>/logs/mockcloud.log`. */
 export function devLogFile(dataDir: string): string {
   return path.join(dataDir, 'logs', 'mockcloud.log');
+}
+
+/** The data dir exists (made if need be) and takes files; else an error naming --data-dir. */
+export async function prepareDataDir(dataDir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dataDir, { recursive: true });
+    await fsp.access(dataDir, fsConstants.W_OK);
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `cannot use ${dataDir} as the data dir: ${describeSystemError(err)}; choose another with ${settingHint('dataDir')}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Every CN's cn-agent socket binds the bind IP: an address this host does not have would fail
+ * each CN alone, after the data dir was read. One trial bind says it first, naming the flag.
+ */
+export async function probeBindIp(ip: string): Promise<void> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ host: ip, port: 0, exclusive: true }, () => resolve());
+    });
+  } catch (err) {
+    throw new MockcloudError(
+      'InvalidArgument',
+      `the mock CNs cannot listen on ${ip}: ${describeSystemError(err)}; give an address of this host with ${settingHint('bindIp')}`,
+      { cause: err },
+    );
+  } finally {
+    await new Promise<void>((resolve) => (probe.listening ? probe.close(() => resolve()) : resolve()));
+  }
 }

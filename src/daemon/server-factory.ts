@@ -1,16 +1,10 @@
 /**
- * Creating and removing mock CNs while the daemon runs (the control API's POST/DELETE
- * /servers), as the original create-server / delete-server tools did (cn-agent-spec §6):
- *
- * create: fresh MACs for dnet0/dnet1 (each checked free in NAPI, regenerated on a clash), the
- *   admin NIC from NAPI `POST /networks/admin/nics` (belongs_to_type 'other', owned by the
- *   admin user), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably with
- *   sysinfo and agents, then the CN starts at once. Bounded parallelism.
- * remove: the CN stops and its dir becomes `.deleting-<uuid>`; VMAPI marks its VMs destroyed,
- *   NAPI releases its NICs and its VMs' NICs, CNAPI forgets it, each call retried with backoff;
- *   SAPI its agent instances (the SAPI plug-in retries those on its own: a warning, not a failure);
- *   only then do its files go. What could not be cleaned up keeps the CN "deleting": the removal
- *   fails, and the next start (or the next delete of that uuid) finishes it.
+ * Creating mock CNs while the daemon runs (the control API's POST /servers), as the original
+ * create-server tool did (cn-agent-spec §6): fresh MACs for dnet0/dnet1 and the admin NIC from
+ * NAPI (admin-nic.ts), its IP as dnet0's ip4addr and "Admin IP", the server dir written durably
+ * with sysinfo and agents, then the CN starts at once. Bounded parallelism. A CN's placement is
+ * set in CNAPI once it registers. Removing CNs (DELETE /servers) is server-removal.ts's; the
+ * factory owns it, so that a creation and a removal of one uuid never overlap.
  *
  * Nothing leaks from an interrupted creation either: the admin NIC's MAC is recorded on disk
  * before NAPI is asked for it, and a creation that fails keeps that record unless the NIC is
@@ -20,62 +14,28 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { JsonHttpClient } from '../common/http-client.js';
-import type { Sysinfo } from '../common/sysinfo.js';
-import { creatingDir, deletingDir, pathsUnder, serverPaths, SYSINFO_FILE } from '../mockcn/layout.js';
 import { MockcloudError, toMockcloudError } from '../common/errors.js';
+import type { JsonHttpClient } from '../common/http-client.js';
 import { logFailure, type Logger } from '../common/log.js';
-import { adminNicOf, readSysinfoFile } from '../mockcn/sysinfo-file.js';
-import { hasPlacement, OVERPROVISION_KEYS, placementBody, ProfileCatalogue, type HardwareProfile, type Placement } from '../mockcn/profiles.js';
-import { randomStream } from '../common/seeded-random.js';
-import { apportion, parseMix, type Mix } from './fleet-mix.js';
-import { CreationDraws, cnStreams, type CnStreams } from './creation-draws.js';
-import {
-  abortServerCreation,
-  beginServerCreation,
-  finishServerCreation,
-  finishServerRemoval,
-  isServerDeleting,
-  markServerDeleting,
-  readCreateMarker,
-} from '../mockcn/server-dir.js';
 import { retryWithBackoff } from '../common/retry.js';
-import { buildSysinfo, isHeadnodeSysinfo, macPairFrom, randomMockMac, serverUuidFor } from '../mockcn/sysinfo-template.js';
-import { normalizeMac } from '../vmadm/nics.js';
-import { profileFromObject } from '../mockcn/profile-files.js';
-import { isUuid } from '../common/uuid.js';
-import type { DaemonConfig } from './config.js';
-import { mapLimit } from './concurrency.js';
-import type { Fleet } from './fleet.js';
-import type { AgentRecord, MockCn } from '../mockcn/types.js';
-import { readAgents } from '../mockcn/agents-dir.js';
-import type { NicOwner } from '../common/ownership.js';
-import { OwnedCleanup } from './owned-cleanup.js';
+import { randomStream } from '../common/seeded-random.js';
+import type { Sysinfo } from '../common/sysinfo.js';
+import { creatingDir, serverPaths, SYSINFO_FILE } from '../mockcn/layout.js';
 import { markOff } from '../mockcn/power-cycle.js';
-
-export const MAX_CREATE_COUNT = 10_000;
-export const HOSTNAME_PREFIX_RE = /^[A-Za-z][A-Za-z0-9-]{0,15}$/;
-
-export interface CreateRequest {
-  count: number;
-  profile?: string;
-  /** A weighted mix of profiles (not with `profile`): exact counts by largest remainder. */
-  mix?: Mix;
-  /** The draws' seed for this request; the daemon's `seed` by default. */
-  seed?: string;
-  /** Placement set in CNAPI on each new CN, over its profile's. */
-  placement?: Placement;
-  hostnamePrefix?: string;
-  /** The dev DC's headnode server (never from the control API: see createHeadnode). */
-  headnode?: boolean;
-  /**
-   * One CN of a given identity and hardware (`mockcloud mirror load`): its UUID and hostname
-   * instead of drawn ones, and a profile given inline (a profile file's keys) instead of named.
-   */
-  uuid?: string;
-  hostname?: string;
-  hardware?: HardwareProfile;
-}
+import { hasPlacement, placementBody, ProfileCatalogue, type HardwareProfile, type Placement } from '../mockcn/profiles.js';
+import { abortServerCreation, beginServerCreation, finishServerCreation, isServerDeleting, readCreateMarker } from '../mockcn/server-dir.js';
+import { adminNicOf } from '../mockcn/sysinfo-file.js';
+import { buildSysinfo, serverUuidFor } from '../mockcn/sysinfo-template.js';
+import type { MockCn } from '../mockcn/types.js';
+import { AdminNicRefused, AdminNics, MAC_ATTEMPTS } from './admin-nic.js';
+import { mapLimit } from './concurrency.js';
+import type { DaemonConfig } from './config.js';
+import { mergePlacement, type CreateRequest } from './create-request.js';
+import { CreationDraws, cnStreams, type CnStreams } from './creation-draws.js';
+import type { Fleet } from './fleet.js';
+import { apportion } from './fleet-mix.js';
+import { adminNicOwners, answerError, OwnedCleanup, withCleanupRetries } from './owned-cleanup.js';
+import { ServerRemovals, type RemoveResult } from './server-removal.js';
 
 export interface CreatedServer {
   uuid: string;
@@ -88,13 +48,6 @@ export interface CreatedServer {
 export interface CreateResult {
   created: CreatedServer[];
   errors: { code: string; message: string }[];
-}
-
-export interface RemoveResult {
-  uuid: string;
-  /** The VMs that went with it (destroyed in VMAPI, NICs released in NAPI); absent when none. */
-  vms?: string[];
-  warnings: string[];
 }
 
 export interface ServerFactoryOptions {
@@ -127,18 +80,12 @@ export interface ServerFactoryOptions {
   firstBoot?: (cn: MockCn) => Promise<void>;
 }
 
-const MAC_ATTEMPTS = 5;
-
 export class ServerFactory {
   private readonly o: ServerFactoryOptions;
   private readonly napi: string | undefined;
   private readonly cnapi: string | undefined;
-  private readonly vmapi: string | undefined;
-  private takenMacs: Set<string> | undefined;
-  /** Removed CNs whose clean-up in Triton is not done (`.deleting-<uuid>` on disk). */
-  private readonly deleting = new Set<string>();
-  /** Clean-ups running, by uuid. */
-  private readonly removing = new Map<string, Promise<RemoveResult>>();
+  private readonly nics: AdminNics;
+  private readonly removals: ServerRemovals;
   /** Creations running, by uuid (once it is drawn): a delete of that uuid waits for its end. */
   private readonly creating = new Map<string, Promise<unknown>>();
   /** Every Triton delete and update of a clean-up, behind its ownership check. */
@@ -152,7 +99,6 @@ export class ServerFactory {
     this.profiles = opts.profiles ?? new ProfileCatalogue();
     this.napi = opts.config.urls.napi;
     this.cnapi = opts.config.urls.cnapi;
-    this.vmapi = opts.config.urls.vmapi;
     this.owned = new OwnedCleanup({
       http: opts.http,
       log: opts.log,
@@ -160,52 +106,23 @@ export class ServerFactory {
       daemonId: opts.daemonId ?? (() => undefined),
       countError: opts.countError,
     });
+    this.nics = new AdminNics({ config: opts.config, fleet: opts.fleet, http: opts.http, countError: opts.countError, randomMac: opts.randomMac, stopped: opts.stopped });
+    this.removals = new ServerRemovals({
+      config: opts.config,
+      fleet: opts.fleet,
+      log: opts.log,
+      countError: opts.countError,
+      owned: this.owned,
+      creation: (uuid) => this.creating.get(uuid),
+      onRemoved: opts.onRemoved,
+      releaseAgentInstances: opts.releaseAgentInstances,
+      stopped: opts.stopped,
+    });
   }
 
   /** Triton objects a clean-up found were not the CN's and left alone, by kind. */
   get leftAlone(): Record<string, number> {
     return this.owned.leftAlone.snapshot();
-  }
-
-  /** Validate a create request from the control API (external input). */
-  static validate(body: unknown, profiles: ProfileCatalogue = new ProfileCatalogue()): CreateRequest {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new MockcloudError('InvalidContent', 'body must be a JSON object like {"count": 10}');
-    }
-    const b = body as Record<string, unknown>;
-    const known = ['count', 'profile', 'mix', 'seed', 'placement', 'hostnamePrefix', 'uuid', 'hostname', 'hardware'];
-    const unknown = Object.keys(b).filter((k) => !known.includes(k));
-    if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `unknown key(s): ${unknown.join(', ')}`);
-    if (typeof b.count !== 'number' || !Number.isInteger(b.count) || b.count < 1 || b.count > MAX_CREATE_COUNT) {
-      throw new MockcloudError('InvalidArgument', `"count" must be an integer from 1 to ${MAX_CREATE_COUNT}`);
-    }
-    const req: CreateRequest = { count: b.count };
-    if (b.profile !== undefined) {
-      if (typeof b.profile !== 'string') throw new MockcloudError('InvalidArgument', '"profile" must be a string');
-      profiles.get(b.profile);
-      req.profile = b.profile;
-    }
-    if (b.mix !== undefined) {
-      if (req.profile !== undefined) throw new MockcloudError('InvalidArgument', 'give "profile" or "mix", not both');
-      const mix = parseMix(b.mix);
-      for (const [name] of mix) profiles.get(name);
-      req.mix = mix;
-    }
-    if (b.seed !== undefined) {
-      if (typeof b.seed !== 'string' || b.seed === '' || b.seed.length > 256) {
-        throw new MockcloudError('InvalidArgument', '"seed" must be a non-empty string of at most 256 characters');
-      }
-      req.seed = b.seed;
-    }
-    if (b.placement !== undefined) req.placement = validatePlacement(b.placement, '"placement"');
-    if (b.hostnamePrefix !== undefined) {
-      if (typeof b.hostnamePrefix !== 'string' || !HOSTNAME_PREFIX_RE.test(b.hostnamePrefix)) {
-        throw new MockcloudError('InvalidArgument', '"hostnamePrefix" must be 1-16 letters, digits or dashes, starting with a letter');
-      }
-      req.hostnamePrefix = b.hostnamePrefix;
-    }
-    validateIdentity(b, req, profiles);
-    return req;
   }
 
   /**
@@ -226,7 +143,7 @@ export class ServerFactory {
       // No free pair in its draws: that CN's creation fails (drawing again), not the request.
       const firstPair = (() => {
         try {
-          return this.drawLocalPair(streams);
+          return this.nics.drawLocalPair(streams);
         } catch {
           return undefined;
         }
@@ -259,19 +176,6 @@ export class ServerFactory {
       .map((name) => this.profiles.get(name));
   }
 
-  /** A MAC pair no CN of this daemon has or is being given, drawn from the CN's stream. */
-  private drawLocalPair(streams: CnStreams): { admin: string; extra: string } {
-    const taken = this.macsTaken();
-    for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const pair = macPairFrom(this.o.randomMac ? this.o.randomMac() : randomMockMac(streams.mac));
-      if (taken.has(pair.admin) || taken.has(pair.extra)) continue;
-      taken.add(pair.admin);
-      taken.add(pair.extra);
-      return pair;
-    }
-    throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
-  }
-
   /** One CN, marked as being created from the moment its uuid is drawn until it runs (or is undone). */
   private async createOne(req: CreateRequest, plan: CnPlan): Promise<CreatedServer> {
     const claim: { release?: () => void } = {};
@@ -290,7 +194,7 @@ export class ServerFactory {
     const viaBooter = this.o.firstBoot !== undefined && !req.headnode && profile.headnode !== true;
     let uuid = '';
     for (let attempt = 1; ; attempt++) {
-      const { admin: adminMac, extra: extraMac } = await this.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
+      const { admin: adminMac, extra: extraMac } = await this.nics.freeMacPair(attempt === 1 ? plan.firstPair : undefined, streams);
       uuid = req.uuid ?? serverUuidFor(adminMac, streams.uuid);
       claim.release?.();
       claim.release = await this.claimCreation(uuid);
@@ -298,7 +202,7 @@ export class ServerFactory {
       await beginServerCreation(config.dataDir, { uuid, startedAt: new Date().toISOString(), napiMacs: this.napi ? [adminMac] : [] });
       let adminIp = '';
       try {
-        if (!viaBooter) adminIp = await this.allocateAdminNic(adminMac);
+        if (!viaBooter) adminIp = await this.nics.allocateAdminNic(adminMac);
       } catch (err) {
         if (err instanceof AdminNicRefused) {
           // NAPI answered no: it made no NIC, there is nothing of ours to release.
@@ -363,15 +267,15 @@ export class ServerFactory {
    */
   private async claimCreation(uuid: string): Promise<() => void> {
     for (;;) {
-      const removal = this.removing.get(uuid);
+      const removal = this.removals.running(uuid);
       if (!removal) break;
       await removal.catch(() => undefined);
     }
     if (this.creating.has(uuid)) throw new MockcloudError('Conflict', `server ${uuid} is already being created`);
-    if (this.deleting.has(uuid) || (await isServerDeleting(this.o.config.dataDir, uuid))) {
+    if (this.removals.isDeleting(uuid) || (await isServerDeleting(this.o.config.dataDir, uuid))) {
       throw new MockcloudError('Conflict', `server ${uuid} is being deleted and its clean-up is not finished; run delete-servers ${uuid} first`);
     }
-    if (this.creating.has(uuid) || this.removing.has(uuid)) return this.claimCreation(uuid);
+    if (this.creating.has(uuid) || this.removals.running(uuid)) return this.claimCreation(uuid);
     let release!: () => void;
     this.creating.set(uuid, new Promise<void>((resolve) => (release = resolve)));
     return () => {
@@ -389,7 +293,7 @@ export class ServerFactory {
     const req: CreateRequest = { count: 1, headnode: true };
     const seed = this.o.config.seed;
     const streams = cnStreams(seed, await this.draws.reserve(1));
-    return this.createOne(req, { profile: this.profiles.get(undefined), streams, firstPair: this.drawLocalPair(streams) });
+    return this.createOne(req, { profile: this.profiles.get(undefined), streams, firstPair: this.nics.drawLocalPair(streams) });
   }
 
   /**
@@ -428,7 +332,7 @@ export class ServerFactory {
         }
         const res = await this.o.http.request({ method: 'POST', url: `${this.cnapi}/servers/${uuid}`, body });
         if (res.statusCode < 300) return;
-        const err = httpError('CNAPI', `POST /servers/${uuid}`, res);
+        const err = answerError('CNAPI', `POST /servers/${uuid}`, res);
         // CNAPI refused the content (or has no such server): no retry makes it take it.
         if (res.statusCode < 500) refused.add(err);
         throw err;
@@ -451,7 +355,7 @@ export class ServerFactory {
    */
   private async undoCreation(uuid: string, adminMac: string): Promise<void> {
     try {
-      if (this.napi) await this.withRetries(() => this.owned.releaseNic(adminMac, this.adminNicOwners(uuid)));
+      if (this.napi) await withCleanupRetries(this.o.stopped, () => this.owned.releaseNic(adminMac, adminNicOwners(this.o.config.adminUuid, uuid)));
       await abortServerCreation(this.o.config.dataDir, uuid);
     } catch (err) {
       this.o.log.warn({ err, server: uuid, mac: adminMac }, 'cannot release the admin NIC of a failed creation now; the next start does');
@@ -466,20 +370,9 @@ export class ServerFactory {
     // a crash in between leaves no marker, but the staged sysinfo still names the admin NIC.
     const staged = await this.stagedAdminMac(uuid);
     if (staged && this.napi) macs.add(staged);
-    for (const mac of macs) await this.withRetries(() => this.owned.releaseNic(mac, this.adminNicOwners(uuid)));
+    for (const mac of macs) await withCleanupRetries(this.o.stopped, () => this.owned.releaseNic(mac, adminNicOwners(this.o.config.adminUuid, uuid)));
     await abortServerCreation(this.o.config.dataDir, uuid);
     this.o.log.info({ server: uuid, macs: [...macs] }, 'cleaned up an interrupted server creation');
-  }
-
-  /**
-   * Who a CN's admin NIC may belong to in NAPI: the admin user (`other`, as it was made) or,
-   * once net-agent claimed it, the CN itself.
-   */
-  private adminNicOwners(uuid: string): NicOwner[] {
-    return [
-      { uuid: this.o.config.adminUuid, type: 'other' },
-      { uuid, type: 'server' },
-    ];
   }
 
   /** The admin MAC in an interrupted creation's staged sysinfo.json, if it got that far. */
@@ -494,252 +387,21 @@ export class ServerFactory {
   }
 
   /**
-   * Remove a CN everywhere: stop it, make its dir `.deleting-<uuid>`, then mark its VMs
-   * destroyed in VMAPI, release its VMs' NICs and its own NICs in NAPI (the admin NIC, claimed
-   * by net-agent or still `belongs_to_type: other`) and delete its CNAPI record, each retried
-   * with backoff, and its agent instances in SAPI; its files go only when all of that is done. Otherwise the removal fails and
-   * the CN stays "deleting" until a later delete of it, or the next start, finishes the job.
+   * Remove a CN everywhere (server-removal.ts): once a creation of the uuid in flight ended.
    * A uuid that is already "deleting" is finished the same way.
    */
-  async remove(uuid: string): Promise<RemoveResult> {
-    const { fleet, config } = this.o;
-    // A creation of this uuid in flight finishes first (whole, or undone): then it is removed.
-    const creation = this.creating.get(uuid);
-    if (creation) await creation;
-    const known = fleet.get(uuid);
-    if (!known) {
-      if (this.removing.has(uuid) || (await isServerDeleting(config.dataDir, uuid))) return this.finishRemoval(uuid);
-      throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    }
-    if (isHeadnodeSysinfo(known.sysinfo)) {
-      throw new MockcloudError('Conflict', `server ${uuid} is the dev DC's headnode; it is not deleted`);
-    }
-    // The VM store closes with the CN: note its VMs first.
-    const vmUuids = new Set<string>(known.vms.list({ include_dni: true }).map((vm) => String(vm.uuid)));
-    const cn = await fleet.remove(uuid);
-    if (!cn) throw new MockcloudError('ResourceNotFound', `server ${uuid} not found`);
-    await markServerDeleting(config.dataDir, uuid);
-    this.deleting.add(uuid);
-    return this.once(uuid, () => this.cleanUp(uuid, adminNicOf(cn.sysinfo).mac, vmUuids, cn.agents));
+  remove(uuid: string): Promise<RemoveResult> {
+    return this.removals.remove(uuid);
   }
 
   /** CNs removed but not yet cleaned up in Triton (kept as `.deleting-<uuid>`). */
   get deletingServers(): string[] {
-    return [...this.deleting].sort();
+    return this.removals.deletingServers;
   }
 
-  /**
-   * Finish the removals an earlier run left (`.deleting-<uuid>` dirs found at start), a few at
-   * a time, in the background of the start. Failures keep them "deleting" for the next try.
-   */
-  async resumeRemovals(uuids: readonly string[]): Promise<void> {
-    for (const u of uuids) this.deleting.add(u);
-    if (uuids.length > 0) this.o.log.info({ servers: uuids.length }, 'finishing interrupted server removals');
-    await mapLimit([...uuids], 8, async (uuid) => {
-      await this.finishRemoval(uuid).catch((err: unknown) =>
-        this.o.log.warn({ err, server: uuid }, 'server removal still not finished; will try again at the next start'),
-      );
-    });
-  }
-
-  /** Clean up a `.deleting-<uuid>` dir's server in Triton, then drop the dir. */
-  private finishRemoval(uuid: string): Promise<RemoveResult> {
-    return this.once(uuid, async () => {
-      const dir = pathsUnder(deletingDir(this.o.config.dataDir, uuid));
-      const sysinfo = await readSysinfoFile(dir.sysinfo, uuid).catch(() => undefined);
-      const vmUuids = new Set<string>();
-      for (const f of await fsp.readdir(dir.vms).catch(() => [] as string[])) {
-        const m = /^([0-9a-f-]{36})\.json$/.exec(f);
-        if (m) vmUuids.add(m[1]!);
-      }
-      const agents = await readAgents(dir.agents, uuid).catch(() => undefined);
-      return this.cleanUp(uuid, sysinfo ? adminNicOf(sysinfo).mac : undefined, vmUuids, agents);
-    });
-  }
-
-  /** One clean-up of a uuid at a time (a delete and the start's resume may meet). */
-  private once(uuid: string, fn: () => Promise<RemoveResult>): Promise<RemoveResult> {
-    const running = this.removing.get(uuid);
-    if (running) return running;
-    const p = fn().finally(() => this.removing.delete(uuid));
-    this.removing.set(uuid, p);
-    return p;
-  }
-
-  private async cleanUp(
-    uuid: string,
-    adminMac: string | undefined,
-    vmUuids: Set<string>,
-    agents: readonly AgentRecord[] | undefined,
-  ): Promise<RemoveResult> {
-    const { config } = this.o;
-    const failures: string[] = [];
-    const step = async (what: string, fn: () => Promise<void>): Promise<void> => {
-      try {
-        await this.withRetries(fn);
-      } catch (err) {
-        failures.push(`${what}: ${toMockcloudError(err).message}`);
-      }
-    };
-    // CNAPI's record goes meanwhile; NAPI waits for VMAPI, which names the VMs whose NICs go too.
-    // Each call checks that what it removes is the CN's (owned-cleanup.ts).
-    const cnapiDone = this.cnapi ? step('CNAPI', () => this.owned.deleteServerRecord(uuid)) : Promise.resolve();
-    if (this.vmapi) await step('VMAPI', () => this.owned.destroyVmsOn(uuid, vmUuids));
-    if (this.napi) {
-      const nics = new Map<string, NicOwner[]>();
-      if (adminMac) nics.set(normalizeMac(adminMac), this.adminNicOwners(uuid));
-      const owners: NicOwner[] = [{ uuid, type: 'server' }, ...[...vmUuids].map((vm): NicOwner => ({ uuid: vm, type: 'zone', cn: uuid }))];
-      for (const owner of owners) {
-        await step('NAPI', async () => {
-          for (const mac of await this.owned.nicsOf(owner)) {
-            const key = normalizeMac(mac);
-            nics.set(key, [...(nics.get(key) ?? []), owner]);
-          }
-        });
-      }
-      await Promise.all([...nics].map(([mac, who]) => step('NAPI', async () => void (await this.owned.releaseNic(mac, who)))));
-    }
-    await cnapiDone;
-    if (failures.length > 0) {
-      this.o.countError('delete-server');
-      for (const f of failures) this.o.log.warn({ server: uuid }, `removing server: ${f}`);
-      throw new MockcloudError(
-        'BadGateway',
-        `server ${uuid} is stopped but kept as "deleting": ${failures.join('; ')}; ` +
-          'the daemon finishes the clean-up at its next start, or run delete-servers on it again',
-      );
-    }
-    // Nothing in CNAPI, VMAPI or NAPI refers to the CN any more. SAPI's instances do not hold
-    // the removal up: the SAPI plug-in keeps the ones it could not delete and retries them.
-    const warnings: string[] = [];
-    if (this.o.releaseAgentInstances) {
-      warnings.push(...(await this.o.releaseAgentInstances({ uuid, agents }).catch((e: Error) => [`SAPI: ${e.message}`])));
-    }
-    await finishServerRemoval(config.dataDir, uuid);
-    this.deleting.delete(uuid);
-    await Promise.resolve(this.o.onRemoved?.(uuid)).catch((e: Error) => warnings.push(`agent IP: ${e.message}`));
-    this.o.log.info({ server: uuid, vms: vmUuids.size }, 'removed server');
-    return { uuid, ...(vmUuids.size > 0 ? { vms: [...vmUuids].sort() } : {}), warnings };
-  }
-
-  /** A Triton call of a clean-up: tried again with backoff, unless the daemon is stopping. */
-  private withRetries<T>(fn: () => Promise<T>): Promise<T> {
-    return retryWithBackoff(fn, { attempts: 5, minDelayMs: 100, maxDelayMs: 2000, ...(this.o.stopped ? { stopped: this.o.stopped } : {}) });
-  }
-
-  /**
-   * A CN's MAC pair (macPairFrom: an even admin MAC and the next one) that no mock CN of this
-   * daemon has or is being given. NAPI is asked about the second one only: the admin MAC is
-   * checked by NAPI itself when the admin NIC is made (a duplicate is refused, and drawn
-   * again), and the second one is taken wherever the admin MAC is, except by a CN made before
-   * MACs came in pairs, which NAPI knows.
-   */
-  private async freeMacPair(first: { admin: string; extra: string } | undefined, streams: CnStreams): Promise<{ admin: string; extra: string }> {
-    for (let i = 0; i < MAC_ATTEMPTS; i++) {
-      const pair = i === 0 && first ? first : this.drawLocalPair(streams);
-      if (!this.napi) return pair;
-      const nicPath = `/nics/${pair.extra.replace(/:/g, '')}`;
-      const res = await this.napiCall('GET', nicPath);
-      if (res.statusCode === 404) return pair;
-      if (res.statusCode >= 200 && res.statusCode < 300) continue;
-      throw napiError(`GET ${nicPath}`, res);
-    }
-    throw new MockcloudError('ServiceUnavailable', `no free MAC address found in ${MAC_ATTEMPTS} attempts`);
-  }
-
-  /** Built once from the fleet, then kept by `freeMacPair` (a deleted CN's MACs stay taken: harmless). */
-  private macsTaken(): Set<string> {
-    if (!this.takenMacs) {
-      this.takenMacs = new Set();
-      for (const cn of this.o.fleet.list()) {
-        for (const nic of Object.values(cn.sysinfo['Network Interfaces'] ?? {})) {
-          const mac = (nic as { 'MAC Address'?: unknown })['MAC Address'];
-          if (typeof mac === 'string') this.takenMacs.add(normalizeMac(mac));
-        }
-      }
-    }
-    return this.takenMacs;
-  }
-
-  /**
-   * The admin NIC, from NAPI's admin network. A POST whose answer is lost (a reset socket, a
-   * timeout) may or may not have made the NIC; the MAC is ours (drawn free, recorded in the
-   * creation marker), so NAPI is asked for it: a NIC with it is the one asked for, none means
-   * the POST can be sent again.
-   */
-  private async allocateAdminNic(mac: string): Promise<string> {
-    if (!this.napi) return this.o.config.bindIp;
-    const nicPath = `/nics/${mac.replace(/:/g, '')}`;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        // Sent again: on a connection of its own (the pool's idle ones may be as stale).
-        return await this.postAdminNic(mac, attempt > 1);
-      } catch (err) {
-        if (!(err instanceof MockcloudError && err.cause !== undefined) || attempt >= 3) throw err; // NAPI answered
-      }
-      const got = await this.withRetries(() => this.napiCall('GET', nicPath));
-      const ip = (got.body as { ip?: unknown } | undefined)?.ip;
-      if (got.statusCode === 200 && typeof ip === 'string' && ip !== '') return ip;
-      if (got.statusCode !== 404) throw napiError(`GET ${nicPath}`, got);
-    }
-  }
-
-  private async postAdminNic(mac: string, freshConnection: boolean): Promise<string> {
-    const admin = this.o.config.adminUuid;
-    const res = await this.napiCall(
-      'POST',
-      '/networks/admin/nics',
-      { belongs_to_type: 'other', belongs_to_uuid: admin, owner_uuid: admin, mac, nic_tags_provided: ['admin'] },
-      freshConnection,
-    );
-    const ip = (res.body as { ip?: unknown } | undefined)?.ip;
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new AdminNicRefused(napiError('POST /networks/admin/nics', res), isDuplicateMac(res.body));
-    if (typeof ip !== 'string' || ip === '') {
-      throw new MockcloudError('BadGateway', 'NAPI POST /networks/admin/nics answered without an ip');
-    }
-    return ip;
-  }
-
-  private async napiCall(method: 'GET' | 'POST', path: string, body?: unknown, freshConnection = false) {
-    try {
-      return await this.o.http.request({
-        method,
-        url: `${this.napi}${path}`,
-        ...(body === undefined ? {} : { body }),
-        ...(freshConnection ? { freshConnection } : {}),
-      });
-    } catch (err) {
-      this.o.countError('napi');
-      throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.napi}): ${(err as Error).message}`, { cause: err });
-    }
-  }
-}
-
-/** sysinfo "Hostname" of a CN: what SmartOS takes as a nodename (RFC 1123 labels, at most 63). */
-const SERVER_HOSTNAME_RE = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-
-/**
- * `uuid`, `hostname` and `hardware` (a profile file's keys, with a name) make one CN of a given
- * identity: only with count 1, and `hardware` instead of `profile` or `mix`.
- */
-function validateIdentity(b: Record<string, unknown>, req: CreateRequest, profiles: ProfileCatalogue): void {
-  const given = ['uuid', 'hostname', 'hardware'].filter((k) => b[k] !== undefined);
-  if (given.length === 0) return;
-  if (req.count !== 1) throw new MockcloudError('InvalidArgument', `${given.map((k) => `"${k}"`).join(', ')} name one server: "count" must be 1`);
-  if (b.uuid !== undefined) {
-    if (!isUuid(b.uuid)) throw new MockcloudError('InvalidArgument', '"uuid" must be a UUID');
-    req.uuid = b.uuid.toLowerCase();
-  }
-  if (b.hostname !== undefined) {
-    if (typeof b.hostname !== 'string' || !SERVER_HOSTNAME_RE.test(b.hostname)) {
-      throw new MockcloudError('InvalidArgument', '"hostname" must be 1-63 letters, digits or dashes, not starting or ending with a dash');
-    }
-    if (req.hostnamePrefix !== undefined) throw new MockcloudError('InvalidArgument', 'give "hostname" or "hostnamePrefix", not both');
-    req.hostname = b.hostname;
-  }
-  if (b.hardware !== undefined) {
-    if (req.profile !== undefined || req.mix !== undefined) throw new MockcloudError('InvalidArgument', 'give "hardware", "profile" or "mix", not two of them');
-    req.hardware = profileFromObject(b.hardware, '"hardware"', new Map(profiles.list().map((p) => [p.name, p])));
+  /** Finish the removals an earlier run left (`.deleting-<uuid>` dirs found at start). */
+  resumeRemovals(uuids: readonly string[]): Promise<void> {
+    return this.removals.resumeRemovals(uuids);
   }
 }
 
@@ -750,75 +412,3 @@ interface CnPlan {
   firstPair?: { admin: string; extra: string };
 }
 
-/** The profile's placement with the request's fields over it. */
-function mergePlacement(base: Placement | undefined, over: Placement | undefined): Placement | undefined {
-  if (!base) return over;
-  if (!over) return base;
-  const out: Placement = { ...base };
-  for (const [k, v] of Object.entries(over)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
-  return out;
-}
-
-/**
- * A placement from the control API or a profile file (external input): traits an object,
- * reserved and reservoir booleans, overprovision ratios numbers ≥ 0 under cpu, ram, disk, io,
- * net (what CNAPI's ServerUpdate accepts).
- */
-export function validatePlacement(value: unknown, what: string): Placement {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new MockcloudError('InvalidArgument', `${what} must be an object`);
-  const v = value as Record<string, unknown>;
-  const unknown = Object.keys(v).filter((k) => !['traits', 'reserved', 'reservoir', 'overprovisionRatios'].includes(k));
-  if (unknown.length > 0) throw new MockcloudError('InvalidArgument', `${what}: unknown key(s) ${unknown.join(', ')}; known: traits, reserved, reservoir, overprovisionRatios`);
-  const out: Placement = {};
-  if (v.traits !== undefined) {
-    if (typeof v.traits !== 'object' || v.traits === null || Array.isArray(v.traits)) throw new MockcloudError('InvalidArgument', `${what}.traits must be an object`);
-    out.traits = v.traits as Record<string, unknown>;
-  }
-  for (const k of ['reserved', 'reservoir'] as const) {
-    if (v[k] === undefined) continue;
-    if (typeof v[k] !== 'boolean') throw new MockcloudError('InvalidArgument', `${what}.${k} must be true or false`);
-    out[k] = v[k];
-  }
-  if (v.overprovisionRatios !== undefined) {
-    const r = v.overprovisionRatios;
-    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios must be an object`);
-    const ratios: Placement['overprovisionRatios'] = {};
-    for (const [k, n] of Object.entries(r)) {
-      if (!(OVERPROVISION_KEYS as readonly string[]).includes(k)) {
-        throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios: unknown key ${k}; known: ${OVERPROVISION_KEYS.join(', ')}`);
-      }
-      if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new MockcloudError('InvalidArgument', `${what}.overprovisionRatios.${k} must be a number ≥ 0`);
-      ratios[k as keyof typeof ratios] = n;
-    }
-    out.overprovisionRatios = ratios;
-  }
-  return out;
-}
-
-/** NAPI answered the admin NIC's POST with a refusal: no NIC was made. */
-class AdminNicRefused extends Error {
-  constructor(
-    readonly error: MockcloudError,
-    readonly duplicateMac: boolean,
-  ) {
-    super(error.message);
-  }
-}
-
-/** NAPI's answer to a NIC whose MAC it has: InvalidParameters, `mac` Duplicate (sdc-napi nic/create.js). */
-function isDuplicateMac(body: unknown): boolean {
-  const errors = (body as { errors?: { field?: string; code?: string }[] } | undefined)?.errors;
-  return Array.isArray(errors) && errors.some((e) => e?.field === 'mac' && e.code === 'Duplicate');
-}
-
-function napiError(what: string, res: { statusCode: number; body: unknown }): MockcloudError {
-  return httpError('NAPI', what, res);
-}
-
-function httpError(service: string, what: string, res: { statusCode: number; body: unknown }): MockcloudError {
-  const b = res.body as { code?: string; message?: string } | undefined;
-  return new MockcloudError(
-    'BadGateway',
-    `${service} ${what}: ${res.statusCode}${b?.code ? ` ${b.code}` : ''}${b?.message ? `: ${b.message}` : ''}`,
-  );
-}

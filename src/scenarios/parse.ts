@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { isMap, isSeq, type Node } from 'yaml';
-import { HOSTNAME_PREFIX_RE, MAX_CREATE_COUNT } from '../daemon/server-factory.js';
+import { HOSTNAME_PREFIX_RE, MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { readEvent, type EventKnowledge } from './events.js';
 import { describe as show, readYaml, type YamlReader as Reader } from '../common/yaml-reader.js';
 import { isUuid } from '../common/uuid.js';
