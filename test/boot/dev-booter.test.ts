@@ -257,7 +257,7 @@ describe('booting from the dev booter', () => {
           sockets.push(s);
         })),
       );
-      await waitFor(() => closed >= 1100 - 1024, 10_000);
+      await waitFor(() => closed >= 1100 - 1024, 30_000);
       const file = await fetch(`${where.http}/boot.ipxe.01${'02005a000002'.toUpperCase()}`, { signal: AbortSignal.timeout(10_000) });
       expect(file.status).toBe(200);
       expect(await file.text()).toMatch(/^#!ipxe/);

@@ -88,9 +88,15 @@ export async function startDevDc(cnCount: number, opts: DevDcOptions = {}): Prom
   try {
     const servers = await waitFor(
       async () => {
-        const list = await call<Obj[]>(dc.cnapi, 'listServers', { extras: 'last_heartbeat' });
+        // DAPI places only on CNs whose status report has come in (memory), not just a heartbeat.
+        const list = await call<Obj[]>(dc.cnapi, 'listServers', { extras: 'last_heartbeat,memory' });
         const running = list.filter(
-          (s) => s.status === 'running' && s.setup === true && s.headnode !== true && typeof s.last_heartbeat === 'string',
+          (s) =>
+            s.status === 'running' &&
+            s.setup === true &&
+            s.headnode !== true &&
+            typeof s.last_heartbeat === 'string' &&
+            typeof s.memory_available_bytes === 'number',
         );
         return running.length === cnCount ? running.map((s) => s.uuid as string) : undefined;
       },
