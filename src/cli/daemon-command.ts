@@ -17,7 +17,7 @@ import { SETTINGS, type RawSettings } from '../daemon/settings.js';
 import { noMdata, systemMdataReader } from '../daemon/mdata.js';
 import { MAX_CREATE_COUNT } from '../daemon/create-request.js';
 import { parseMix, type Mix } from '../daemon/fleet-mix.js';
-import { CliError, UsageError } from './daemon-client.js';
+import { UsageError } from './daemon-client.js';
 import { registerDaemon, unregisterDaemon } from './daemon-registry.js';
 import { setFatalLog } from './fatal.js';
 

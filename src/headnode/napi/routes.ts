@@ -9,7 +9,7 @@ import type { Logger } from '../../common/log.js';
 import type { ChangefeedPublisher } from '../../common/changefeed/publisher.js';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH } from '../../common/changefeed/protocol.js';
 import type { NapiContext } from './context.js';
-import { params, route, type Req, type Reply, type RestifyServer } from '../http.js';
+import { params, route, type Reply, type RestifyServer } from '../http.js';
 import { serializeNicTag, type NicRecord } from './model.js';
 import { createAggr, deleteAggr, getAggr, listAggrs, serializeAggr, updateAggr } from './aggregations.js';
 import { createNicTag, deleteNicTag, getNicTag, listNicTags, updateNicTag } from './nic-tags.js';
