@@ -38,11 +38,12 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 
 /**
- * Connections a guard took as its own alone (`admit(..., { exclusive: true })`): a server may
- * be watched by more than one guard (the control API's Unix socket for the CLI has its own, so
- * a flood of its TCP port cannot shed the CLI's connections), and the others leave these be.
+ * Every connection some guard took: a connection has one guard. A server may be fed by more
+ * than one listener, each with a guard of its own (the control API's TCP port, and its Unix
+ * socket for the CLI): a guard watching it takes only the connections no guard took first, so
+ * a flood of one listener is shed by that listener's guard alone and never fills another's.
  */
-const exclusive = new WeakSet<net.Socket>();
+const guarded = new WeakSet<net.Socket>();
 
 export interface ConnectionLimits {
   /** From connect to a first request's complete headers. */
@@ -218,15 +219,19 @@ export class ConnectionGuard {
   }
 
   /**
-   * Guard every connection `server` gets from now on (listened for, or emitted into it). A
-   * connection `admit` already took (at accept, before it was handed over) is not taken twice,
-   * nor one another guard took exclusively; requests on it move it through the phases of the
-   * guard that took it.
+   * Guard the connections `server` gets from now on (listened for, or emitted into it); requests
+   * on a connection move it through the phases of the guard that took it. A connection some
+   * guard's `admit` already took (at accept, before it was handed over) is not taken again.
+   * With `admitNew: false` this guard takes none here: its connections are those it admits at
+   * its own listener's accept, and the server's other connections belong to other guards (a
+   * guard that took them too would shed them, and its own, at its smaller cap).
    */
-  watch(server: http.Server): void {
-    server.on('connection', (sock: net.Socket) => {
-      if (!this.sockets.has(sock) && !exclusive.has(sock)) this.admit(sock);
-    });
+  watch(server: http.Server, opts: { admitNew?: boolean } = {}): void {
+    if (opts.admitNew !== false) {
+      server.on('connection', (sock: net.Socket) => {
+        if (!guarded.has(sock)) this.admit(sock);
+      });
+    }
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const sock = req.socket;
       // A body nobody reads never emits 'end', but the parser marks it complete once it is in.
@@ -290,7 +295,7 @@ export class ConnectionGuard {
    * Take a new connection (of `group`, e.g. the CN whose port accepted it), making room at a
    * cap by shedding older idle ones. False (and the socket destroyed) when every slot is busy.
    */
-  admit(sock: net.Socket, group?: string, opts: { silent?: boolean; exclusive?: boolean } = {}): boolean {
+  admit(sock: net.Socket, group?: string, opts: { silent?: boolean } = {}): boolean {
     const l = this.limits;
     let g: Group | undefined;
     if (group !== undefined && l.maxPerGroup > 0) {
@@ -310,7 +315,7 @@ export class ConnectionGuard {
     t.link = new Link(t);
     t.groupLink = new Link(t);
     this.sockets.set(sock, t);
-    if (opts.exclusive) exclusive.add(sock);
+    guarded.add(sock);
     this.listOf(phase)!.push(t.link);
     if (g) {
       g.count++;

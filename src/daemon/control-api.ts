@@ -173,14 +173,15 @@ export class ControlApi {
     // A socket file an earlier run left (a live daemon on this data dir was refused before).
     await fsp.rm(file, { force: true });
     // Its own guard: the TCP port's flood sheds that port's connections, never the CLI's; the
-    // deadlines are the same (a stuck CLI still lets go of its descriptor).
+    // deadlines are the same (a stuck CLI still lets go of its descriptor). It takes only the
+    // socket's connections (at accept): the TCP port's are its guard's alone.
     const guard = new ConnectionGuard(
       { idleTimeoutMs: KEEP_ALIVE_MS, maxConnections: MAX_CLI_SOCKET_CONNECTIONS },
       { onCap: (report) => this.log.warn({ connections: report, listener: 'mockcloud-control-socket' }, capMessage('mockcloud-control-socket', report)) },
     );
-    guard.watch(server.server);
+    guard.watch(server.server, { admitNew: false });
     const unix = net.createServer((sock) => {
-      if (guard.admit(sock, undefined, { exclusive: true })) server.server.emit('connection', sock);
+      if (guard.admit(sock)) server.server.emit('connection', sock);
     });
     const umask = process.umask(0o177);
     try {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import bunyan from 'bunyan';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/daemon/config.js';
+import { MAX_CLI_SOCKET_CONNECTIONS } from '../../src/daemon/control-api.js';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { waitFor } from './helpers/fakes.js';
@@ -152,5 +153,84 @@ describe('daemon under an idle-connection flood', () => {
     expect(caps.filter((r) => /cn-agent/.test(r.msg))).toHaveLength(1);
     expect(caps.filter((r) => /mockcloud-control/.test(r.msg))).toHaveLength(1);
     expect(caps[0]!.connections).toMatchObject({ maxConnections: expect.any(Number), shedIdle: expect.any(Number) });
+  }, 60_000);
+});
+
+describe("the CLI's control socket while the control API's TCP port is flooded", () => {
+  let dataDir: string;
+  let triton: RecordingTriton;
+  let daemon: Daemon;
+  const flood = new Set<net.Socket>();
+  let running = true;
+
+  beforeAll(async () => {
+    dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'mockcloud-flood-cli-'));
+    triton = await new RecordingTriton().start();
+    // The control port's cap as the daemon has it (1,024): above the socket's own.
+    const config = await resolveConfig({
+      flags: { dataDir, cnapiUrl: triton.url, napiUrl: triton.url, bindIp: '127.0.0.1' },
+      env: {},
+      mdata: noMdata,
+    });
+    daemon = new Daemon({ config, log: bunyan.createLogger({ name: 'flood-cli-test', level: 'fatal' }), plugins: [] });
+    await daemon.start();
+  });
+
+  afterAll(async () => {
+    running = false;
+    for (const s of flood) s.destroy();
+    await daemon?.stop();
+    await triton?.stop();
+    if (dataDir) await fsp.rm(dataDir, { recursive: true, force: true });
+  });
+
+  /**
+   * GET `urlPath` over the Unix socket on a new connection, as the CLI does, its request sent
+   * `pauseMs` after the connection is made (a CLI on a busy machine is that slow, and a busy
+   * daemon reads it that late): the status code, or what went wrong.
+   */
+  function socketGet(urlPath: string, pauseMs: number): Promise<string> {
+    return new Promise((resolve) => {
+      const sock = net.connect(path.join(dataDir, 'control.sock'));
+      let text = '';
+      sock.setTimeout(30_000, () => sock.destroy(new Error('no answer in 30 s')));
+      sock.on('data', (b) => (text += b.toString()));
+      sock.on('error', (err) => resolve(err.message));
+      sock.on('close', () => resolve(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? `closed after ${JSON.stringify(text.slice(0, 40))}`));
+      sock.once('connect', () => {
+        setTimeout(() => sock.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`), pauseMs);
+      });
+    });
+  }
+
+  it('answers every request on the socket while idle sockets hold the TCP port, and that port closes none under its cap', async () => {
+    const control = new URL(daemon.controlAddress.url);
+    let closedByDaemon = 0;
+    const open = (): void => {
+      if (!running) return;
+      const s = net.connect(Number(control.port), control.hostname);
+      flood.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        flood.delete(s);
+        if (running) closedByDaemon++;
+        setTimeout(open, 5);
+      });
+    };
+    // More idle sockets than the CLI socket's slots, fewer than the TCP port's cap (1,024): a
+    // guard that took the TCP port's connections as its own would shed them, and the CLI's.
+    for (let i = 0; i < MAX_CLI_SOCKET_CONNECTIONS + 150; i++) open();
+    try {
+      await waitFor(() => flood.size >= MAX_CLI_SOCKET_CONNECTIONS + 150, 10_000, 'the flood connected');
+      // Accepted in order: once a later connection is answered, the flood's are in the daemon.
+      expect((await fetch(`${daemon.controlAddress.url}/status`)).status).toBe(200);
+      const answers: string[] = [];
+      for (let i = 0; i < 8; i++) answers.push(await socketGet(i % 2 ? '/status' : '/ping', 400));
+      expect(answers.filter((a) => a !== '200')).toEqual([]);
+      expect(closedByDaemon).toBe(0);
+    } finally {
+      running = false;
+      for (const s of flood) s.destroy();
+    }
   }, 60_000);
 });
