@@ -6,13 +6,17 @@
  *           belongs to the CN (`server`), to one of its VMs (`zone`, on this CN) or, for the
  *           admin NIC of a creation, to the admin user (`other`), with `If-Match` of the etag
  *           read; a list by `belongs_to_uuid` only names candidates;
- *   VMAPI   a VM is marked destroyed only while VMAPI places it on the CN (`server_uuid`);
+ *   VMAPI   a VM is read (`GET /vms/<uuid>`) and marked destroyed only while VMAPI places it on
+ *           the CN (`server_uuid`), with `If-Match` of the etag read where VMAPI gives one (sdc-vmapi
+ *           lib/endpoints/vms.js PutVm does not check it: there the read just before the write is
+ *           the check); a list by `server_uuid` only names candidates;
  *   CNAPI   the server record goes only when it is this mock CN's (cnapiServerNotOurs).
  *
  * What fails a check is left alone, counted (`leftAlone`) and logged at WARN; it never fails
- * the removal: it is not the CN's to remove.
+ * the removal: it is not the CN's to remove. Every call goes through `call`, so a service that
+ * cannot be reached is counted (`countError`, by service) and reported as BadGateway the same way.
  */
-import type { JsonHttpClient } from '../common/http-client.js';
+import type { HttpResponse, JsonHttpClient } from '../common/http-client.js';
 import { MockcloudError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { retryWithBackoff } from '../common/retry.js';
@@ -26,6 +30,12 @@ export interface OwnedCleanupOptions {
   daemonId: () => string | undefined;
   countError: (kind: string) => void;
 }
+
+/** The services a clean-up calls, as named in errors and in the error counters. */
+type Service = 'NAPI' | 'VMAPI' | 'CNAPI';
+
+/** Reads and conditional writes of one VM at most, while VMAPI says it changed in between (412). */
+const VM_WRITE_ATTEMPTS = 3;
 
 /** VMs asked for per page. */
 const VM_PAGE = 1000;
@@ -45,7 +55,7 @@ export class OwnedCleanup {
    */
   async nicsOf(owner: NicOwner): Promise<string[]> {
     const query = `/nics?belongs_to_uuid=${owner.uuid}&belongs_to_type=${owner.type}`;
-    const res = await this.napi('GET', query);
+    const res = await this.call('NAPI', 'GET', query);
     if (res.statusCode >= 300 || !Array.isArray(res.body)) throw answerError('NAPI', `GET ${query}`, res);
     const macs: string[] = [];
     let foreign = 0;
@@ -70,7 +80,7 @@ export class OwnedCleanup {
    */
   async releaseNic(mac: string, owners: readonly NicOwner[]): Promise<'deleted' | 'absent' | 'not-ours'> {
     const nicPath = `/nics/${mac.replace(/:/g, '')}`;
-    const got = await this.napi('GET', nicPath);
+    const got = await this.call('NAPI', 'GET', nicPath);
     if (got.statusCode === 404) return 'absent';
     if (got.statusCode >= 300) throw answerError('NAPI', `GET ${nicPath}`, got);
     if (!nicBelongsTo(got.body, owners)) {
@@ -83,7 +93,7 @@ export class OwnedCleanup {
       return 'not-ours';
     }
     const etag = typeof got.headers.etag === 'string' && got.headers.etag ? got.headers.etag : undefined;
-    const res = await this.napi('DELETE', nicPath, etag ? { 'if-match': etag } : undefined);
+    const res = await this.call('NAPI', 'DELETE', nicPath, etag ? { headers: { 'if-match': etag } } : {});
     if (res.statusCode === 404) return 'absent';
     // Changed since it was read: read (and check) again on the retry.
     if (res.statusCode === 412) throw new MockcloudError('Conflict', `NAPI DELETE ${nicPath}: the NIC changed while it was being released`);
@@ -99,16 +109,15 @@ export class OwnedCleanup {
    * added to it.
    */
   async destroyVmsOn(server: string, vmUuids: Set<string>): Promise<void> {
-    const vmapi = this.o.urls.vmapi!;
-    const onServer = new Map<string, Obj>();
+    const listed = new Set<string>();
     let foreign = 0;
     for (let page = 0, offset = 0; page < MAX_VM_PAGES; page++, offset += VM_PAGE) {
-      const url = `${vmapi}/vms?server_uuid=${server}&state=active&limit=${VM_PAGE}&offset=${offset}`;
-      const res = await this.o.http.request<Obj[]>({ method: 'GET', url });
+      const query = `/vms?server_uuid=${server}&state=active&limit=${VM_PAGE}&offset=${offset}`;
+      const res = await this.call<Obj[]>('VMAPI', 'GET', query);
       if (res.statusCode >= 300 || !Array.isArray(res.body)) throw answerError('VMAPI', `GET /vms?server_uuid=${server}`, res);
       for (const vm of res.body) {
         if (typeof vm?.uuid !== 'string') continue;
-        if (vmIsOnServer(vm, server)) onServer.set(vm.uuid, vm);
+        if (vmIsOnServer(vm, server)) listed.add(vm.uuid);
         else if (!vmUuids.has(vm.uuid)) foreign++;
       }
       if (res.body.length < VM_PAGE) break;
@@ -117,30 +126,44 @@ export class OwnedCleanup {
       this.leftAlone.note('vmapi-vm', foreign);
       this.o.log.warn({ server, foreign }, `VMAPI listed ${foreign} VM(s) of other servers for server_uuid=${server}: left alone (does VMAPI ignore the filter?)`);
     }
-    for (const u of vmUuids) {
-      if (onServer.has(u)) continue;
-      // On the CN's disk but not listed: VMAPI may have it destroyed already, elsewhere, or not at all.
-      const res = await this.o.http.request<Obj>({ method: 'GET', url: `${vmapi}/vms/${u}` });
-      if (res.statusCode === 404) continue;
-      if (res.statusCode >= 300) throw answerError('VMAPI', `GET /vms/${u}`, res);
-      if (!vmIsOnServer(res.body, server)) {
-        vmUuids.delete(u);
-        this.leftAlone.note('vmapi-vm');
-        this.o.log.warn({ server, vm: u, vmapiServer: res.body?.server_uuid }, `VMAPI places VM ${u} on another server: left alone with its NICs`);
-        continue;
-      }
-      if (res.body.state !== 'destroyed') onServer.set(u, res.body);
-    }
+    // Those VMAPI lists and those on the CN's disk (VMAPI may have them destroyed already,
+    // elsewhere, or not at all): each is read again, and written only while it is on the CN.
     const now = new Date().toISOString();
-    for (const [u, vm] of onServer) {
-      vmUuids.add(u);
-      const res = await this.o.http.request({
-        method: 'PUT',
-        url: `${vmapi}/vms/${u}`,
-        body: { ...vm, state: 'destroyed', zone_state: 'destroyed', destroyed: now, last_modified: now },
-      });
-      if (res.statusCode >= 300 && res.statusCode !== 404) throw answerError('VMAPI', `PUT /vms/${u}`, res);
+    for (const u of new Set([...listed, ...vmUuids])) {
+      // A VM VMAPI places elsewhere (migrated) is not the CN's, nor are its NICs.
+      if ((await this.destroyVm(u, server, now)) === 'not-ours') vmUuids.delete(u);
+      else vmUuids.add(u);
     }
+  }
+
+  /**
+   * Mark VM `u` destroyed if VMAPI places it on `server`: read, check, then a write conditional
+   * on the etag read; a VM that changed meanwhile (412) is read and checked again. Rejects on
+   * VMAPI failures, and when it keeps changing (the caller retries).
+   */
+  private async destroyVm(u: string, server: string, now: string): Promise<'destroyed' | 'absent' | 'not-ours'> {
+    const vmPath = `/vms/${u}`;
+    for (let attempt = 0; attempt < VM_WRITE_ATTEMPTS; attempt++) {
+      const got = await this.call<Obj>('VMAPI', 'GET', vmPath);
+      if (got.statusCode === 404) return 'absent';
+      if (got.statusCode >= 300) throw answerError('VMAPI', `GET ${vmPath}`, got);
+      if (!vmIsOnServer(got.body, server)) {
+        this.leftAlone.note('vmapi-vm');
+        this.o.log.warn({ server, vm: u, vmapiServer: got.body?.server_uuid }, `VMAPI places VM ${u} on another server: left alone with its NICs`);
+        return 'not-ours';
+      }
+      if (got.body.state === 'destroyed') return 'absent';
+      const etag = typeof got.headers.etag === 'string' && got.headers.etag ? got.headers.etag : undefined;
+      const res = await this.call('VMAPI', 'PUT', vmPath, {
+        body: { ...got.body, state: 'destroyed', zone_state: 'destroyed', destroyed: now, last_modified: now },
+        ...(etag ? { headers: { 'if-match': etag } } : {}),
+      });
+      if (res.statusCode === 404) return 'absent';
+      if (res.statusCode === 412) continue;
+      if (res.statusCode >= 300) throw answerError('VMAPI', `PUT ${vmPath}`, res);
+      return 'destroyed';
+    }
+    throw new MockcloudError('Conflict', `VMAPI PUT ${vmPath}: the VM changed each time it was read (${VM_WRITE_ATTEMPTS} times)`);
   }
 
   /**
@@ -148,7 +171,7 @@ export class OwnedCleanup {
    * not (then counted as left alone, and logged). Rejects on CNAPI failures.
    */
   async checkServerRecord(uuid: string, action: string): Promise<'ours' | 'absent' | string> {
-    const got = await this.o.http.request({ method: 'GET', url: `${this.o.urls.cnapi!}/servers/${uuid}` });
+    const got = await this.call('CNAPI', 'GET', `/servers/${uuid}`);
     if (got.statusCode === 404) return 'absent';
     if (got.statusCode >= 300) throw answerError('CNAPI', `GET /servers/${uuid}`, got);
     const why = cnapiServerNotOurs(got.body, uuid, this.o.daemonId());
@@ -161,19 +184,31 @@ export class OwnedCleanup {
   /** Delete the CN's CNAPI record if it is this mock CN's; a record that is not is left alone. */
   async deleteServerRecord(uuid: string): Promise<void> {
     if ((await this.checkServerRecord(uuid, 'its record')) !== 'ours') return;
-    const res = await this.o.http.request({ method: 'DELETE', url: `${this.o.urls.cnapi!}/servers/${uuid}` });
+    const res = await this.call('CNAPI', 'DELETE', `/servers/${uuid}`);
     if (res.statusCode >= 300 && res.statusCode !== 404) throw answerError('CNAPI', `DELETE /servers/${uuid}`, res);
   }
 
-  private async napi(method: 'GET' | 'DELETE', path: string, headers?: Record<string, string>) {
+  /**
+   * One call to `service`: a service that cannot be reached is counted under its name and
+   * reported as BadGateway (its answers, whatever their status, are the caller's to judge).
+   */
+  private async call<T = unknown>(
+    service: Service,
+    method: 'GET' | 'PUT' | 'DELETE',
+    path: string,
+    opts: { headers?: Record<string, string>; body?: unknown } = {},
+  ): Promise<HttpResponse<T>> {
+    const base = this.o.urls[SERVICE_URL[service]];
     try {
-      return await this.o.http.request({ method, url: `${this.o.urls.napi}${path}`, ...(headers ? { headers } : {}) });
+      return await this.o.http.request<T>({ method, url: `${base}${path}`, ...opts });
     } catch (err) {
-      this.o.countError('napi');
-      throw new MockcloudError('BadGateway', `NAPI ${method} ${path} (${this.o.urls.napi}): ${(err as Error).message}`, { cause: err });
+      this.o.countError(SERVICE_URL[service]);
+      throw new MockcloudError('BadGateway', `${service} ${method} ${path} (${base}): ${(err as Error).message}`, { cause: err });
     }
   }
 }
+
+const SERVICE_URL = { NAPI: 'napi', VMAPI: 'vmapi', CNAPI: 'cnapi' } as const satisfies Record<Service, keyof OwnedCleanupOptions['urls']>;
 
 export function answerError(service: string, what: string, res: { statusCode: number; body: unknown }): MockcloudError {
   const b = res.body as { code?: string; message?: string } | undefined;

@@ -147,4 +147,37 @@ describe('deleting a CN against a NAPI and VMAPI that ignore every filter', () =
     expect(set.status, JSON.stringify(set.body)).toBe(200);
     expect(updates()).toHaveLength(1);
   });
+
+  it('destroys a VM in VMAPI only with If-Match of what it read: one that moved to another server meanwhile (412) is left alone with its NIC, and counted', async () => {
+    triton.ignoreFilters = false;
+    const created = await api('POST', '/servers', { count: 1 });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const uuid = created.body.created[0].uuid as string;
+    await waitFor(() => triton.servers.has(uuid), 10_000, 'registered');
+    const [stays, moves] = [uuidOf(0x70, 'f'), uuidOf(0x71, 'f')];
+    const elsewhere = uuidOf(0x72, 'c');
+    for (const vm of [stays, moves]) triton.vms.set(vm, { uuid: vm, server_uuid: uuid, state: 'running', brand: 'joyent' });
+    const movedNic = mac(0x71, 'ef');
+    triton.nics.set(movedNic.replace(/:/g, ''), { mac: movedNic, belongs_to_uuid: moves, belongs_to_type: 'zone', cn_uuid: uuid });
+    // Read on this CN, then migrated before the write (as a migration's switch-over does).
+    triton.afterNext('GET', new RegExp(`^/vms/${moves}$`), () => {
+      Object.assign(triton.vms.get(moves)!, { server_uuid: elsewhere, last_modified: new Date().toISOString() });
+    });
+    const before = (await api('GET', '/status')).body.leftAlone['vmapi-vm'] ?? 0;
+
+    const res = await api('DELETE', `/servers/${uuid}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+
+    const puts = (vm: string) => triton.find('PUT', new RegExp(`^/vms/${vm}$`));
+    expect(puts(stays)).toHaveLength(1);
+    expect(puts(stays)[0]!.headers['if-match']).toMatch(/^".+"$/);
+    expect(triton.vms.get(stays)!.state).toBe('destroyed');
+    // The moved VM's write was refused (its etag changed), it was read again and left alone.
+    expect(puts(moves).map((r) => r.headers['if-match'])).toEqual([expect.stringMatching(/^".+"$/)]);
+    expect(triton.vms.get(moves)).toMatchObject({ server_uuid: elsewhere, state: 'running' });
+    expect(triton.find('GET', new RegExp(`^/vms/${moves}$`))).toHaveLength(2);
+    expect(triton.nics.has(movedNic.replace(/:/g, ''))).toBe(true);
+    expect(res.body.vms, "the VMs the removal names as the CN's").toEqual([stays]);
+    expect((await api('GET', '/status')).body.leftAlone['vmapi-vm']).toBe(before + 1);
+  });
 });

@@ -4,6 +4,7 @@
  * Failures can be injected per route (`failNext`), e.g. to check registration retries, and
  * `hang` makes it take requests and never answer them.
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -21,6 +22,7 @@ export const LOST = -1;
 export interface CannedReply {
   status: number;
   body?: unknown;
+  headers?: Record<string, string>;
 }
 
 export class RecordingTriton {
@@ -38,6 +40,7 @@ export class RecordingTriton {
   ignoreFilters = false;
   private readonly failures: { match: RegExp; method?: string; reply: CannedReply; remaining: number }[] = [];
   private readonly delays: { match: RegExp; method?: string; ms: number; remaining: number }[] = [];
+  private readonly afters: { match: RegExp; method: string; fn: () => void }[] = [];
   private server: http.Server | undefined;
   private nextIp = 10;
   private readonly held: http.ServerResponse[] = [];
@@ -88,8 +91,15 @@ export class RecordingTriton {
       return;
     }
     const out = reply.body === undefined ? '' : JSON.stringify(reply.body);
-    res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+    res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out), ...reply.headers });
     res.end(out);
+    const after = this.afters.findIndex((a) => a.method === rec.method && a.match.test(rec.path));
+    if (after >= 0) this.afters.splice(after, 1)[0]!.fn();
+  }
+
+  /** Once the next request matching `method` and `path` is answered, `fn` runs (the DC changes between two calls). */
+  afterNext(method: string, path: RegExp, fn: () => void): void {
+    this.afters.push({ method, match: path, fn });
   }
 
   async stop(): Promise<void> {
@@ -158,9 +168,15 @@ export class RecordingTriton {
     const vmPath = /^\/vms\/([^/]+)$/.exec(p);
     if (vmPath && r.method === 'GET') {
       const vm = this.vms.get(vmPath[1]!);
-      return vm ? { status: 200, body: vm } : { status: 404, body: { code: 'ResourceNotFound', message: 'VM not found' } };
+      return vm ? { status: 200, body: vm, headers: { etag: vmEtag(vm) } } : { status: 404, body: { code: 'ResourceNotFound', message: 'VM not found' } };
     }
     if (vmPath && r.method === 'PUT') {
+      // A write conditional on what was read: refused once the VM changed since.
+      const ifMatch = r.headers['if-match'];
+      const vm = this.vms.get(vmPath[1]!);
+      if (ifMatch !== undefined && (!vm || vmEtag(vm) !== ifMatch)) {
+        return { status: 412, body: { code: 'PreconditionFailed', message: 'if-match does not match the VM' } };
+      }
       this.vms.set(vmPath[1]!, r.body as Record<string, unknown>);
       return { status: 200, body: r.body };
     }
@@ -186,4 +202,9 @@ export class RecordingTriton {
     }
     return { status: 404, body: { code: 'ResourceNotFound', message: `${r.method} ${p} not found` } };
   }
+}
+
+/** A VM's etag: its content's digest, so any change of it (by a test, too) changes it. */
+function vmEtag(vm: Record<string, unknown>): string {
+  return `"${createHash('sha1').update(JSON.stringify(vm)).digest('hex')}"`;
 }
