@@ -195,6 +195,37 @@ describe('firewaller on every mock CN', () => {
     }
   });
 
+  it("a CN removed while its sync is in flight: once the detach has settled, nothing more is written into the CN's dir", async () => {
+    const proxy = new RecordingProxy(urls.fwapi);
+    await proxy.start();
+    const ptc = makeContext(fleet, { vmapi: urls.vmapi, fwapi: proxy.url, fwapiFast: urls.fwapiFast });
+    const late = new FirewallerPlugin(ptc.ctx, { startSpreadMs: 0, tickMs: 25 });
+    try {
+      const c = await fleet.addCn();
+      await addVm(c, 'late1', '10.88.0.41', { role: 'web' }, true);
+      let release!: () => void;
+      proxy.hold = new Promise<void>((r) => (release = r));
+      late.start();
+      late.attach(c);
+      await waitFor('its first sync in flight', () => proxy.records.some((r) => r.path === '/resolve'));
+      // The daemon's removal: detach, wait for what it returns, then the CN's files go (the
+      // firewaller's dir here: the CN's own dir stays, so a late save would show).
+      const settled = late.detach(c.uuid);
+      release();
+      await settled;
+      const fwDir = path.join(c.paths.dir, 'fw');
+      await fsp.rm(fwDir, { recursive: true, force: true });
+      // FWAPI's answers have reached the firewaller: anything it would still save is saved by now.
+      await waitFor('the answers forwarded', () => proxy.records.filter((r) => r.path === '/resolve').every((r) => r.status !== undefined));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await fsp.readdir(fwDir).catch(() => 'absent')).toBe('absent');
+    } finally {
+      await late.stop();
+      ptc.close();
+      await proxy.stop();
+    }
+  });
+
   it("FWAPI's update stream closes a client announcing a frame over 64 KiB, drops one that leaves 8 MiB unread, and keeps the firewallers'", async () => {
     const fast = new URL(urls.fwapiFast);
     const connect = async (): Promise<net.Socket> => {
