@@ -1,11 +1,17 @@
 /**
  * The benchmark's arithmetic and outputs from known inputs: percentiles, /proc parsing, the
  * verdicts against the issue-7 targets, the table, the Markdown document, the SVG chart and the
- * profile summaries.
+ * profile summaries; a re-render of an existing document.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { renderChart } from '../../tools/bench/chart.js';
-import { renderMarkdown } from '../../tools/bench/markdown.js';
+import { GENERATED_BEGIN, GENERATED_END, renderMarkdown } from '../../tools/bench/markdown.js';
 import { parseSteps } from '../../tools/bench/options.js';
 import { cpuPercent, parseCpuSeconds } from '../../tools/bench/proc-stats.js';
 import { summarizeHeapSnapshot, summarizeProfile } from '../../tools/bench/profile.js';
@@ -13,6 +19,10 @@ import { percentile, summarize } from '../../tools/bench/stats.js';
 import { mirrorLines, renderTable } from '../../tools/bench/table.js';
 import { judgeTargets } from '../../tools/bench/targets.js';
 import type { BenchReport, StepResult } from '../../tools/bench/types.js';
+
+const execFileP = promisify(execFile);
+/** The built benchmark (`npm run build`), as `npm run bench` runs it. */
+const BENCH_MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/tools/bench/main.js');
 
 const KB = 1024;
 const MB = 1024 * 1024;
@@ -174,6 +184,36 @@ describe('outputs', () => {
     expect(md).toContain('Hand-written note.');
     const missedRun = renderMarkdown({ report: report([step(10_000, { rssPerCnKb: 80, cpu: 10, nopP99: 2 })]), chartRef: 'c.svg', jsonRef: 'j.json' });
     expect(missedRun).toMatch(/- \*\*RSS per idle CN\*\*: 80\.0 KB against ≤ 50 KB/);
+  });
+
+  it('re-renders (--from) only its generated block of an existing document: hand-written sections before and after stay as they are', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mockcloud-bench-doc-'));
+    try {
+      const json = path.join(dir, 'latest.json');
+      await writeFile(json, JSON.stringify(r));
+      const doc = path.join(dir, 'performance.md');
+      const before = 'Intro written by hand.\n\n';
+      const after = '\n\n## agents (by hand)\n\nFigures of a run by hand: 1,825.2 s.\n';
+      await writeFile(doc, `${before}${GENERATED_BEGIN}\n# stale figures\n${GENERATED_END}${after}`);
+      const rerender = (): ReturnType<typeof execFileP> => execFileP(process.execPath, [BENCH_MAIN, '--from', json, '--doc', doc]);
+      await rerender();
+      const text = await readFile(doc, 'utf8');
+      expect(text.startsWith(`${before}${GENERATED_BEGIN}\n# mockcloud performance\n`)).toBe(true);
+      expect(text.endsWith(`${GENERATED_END}${after}`)).toBe(true);
+      expect(text).not.toContain('# stale figures');
+      expect(text).toContain('| RSS per idle CN | ≤ 50 KB | 20.0 KB | 10,000 | ✅ met |');
+      // Again: the same document (the block is replaced, nothing is added around it).
+      await rerender();
+      expect(await readFile(doc, 'utf8')).toBe(text);
+      // A document without the block is left as it is, with a message, not overwritten.
+      await writeFile(doc, '# performance, all by hand\n');
+      const refused = await rerender().then(() => undefined, (err: { code: number; stderr: string }) => err);
+      expect(refused?.code).not.toBe(0);
+      expect(refused?.stderr).toContain('no single generated block');
+      expect(await readFile(doc, 'utf8')).toBe('# performance, all by hand\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('adds a section per profiled phase and the heap summary when --profile ran', () => {

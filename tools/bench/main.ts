@@ -9,7 +9,7 @@ import path from 'node:path';
 import { renderChart } from './chart.js';
 import { cleanUpNow } from './cleanup.js';
 import { DEFAULT_DRILL_JSON, type DrillReport } from './drill-report.js';
-import { renderMarkdown } from './markdown.js';
+import { renderMarkdown, spliceGenerated } from './markdown.js';
 import { parseOptions } from './options.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
@@ -97,7 +97,11 @@ export async function writeOutputs(report: BenchReport, opts: BenchOptions): Pro
       ...(analysis !== undefined ? { analysis } : {}),
       ...(drill?.version === 1 ? { drill } : {}),
     });
-    await writeFile(opts.docPath, md);
+    const doc = await readFile(opts.docPath, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    await writeFile(opts.docPath, spliceGenerated(doc, md, opts.docPath));
     written.push(opts.docPath, chartPath);
   }
   return written;
