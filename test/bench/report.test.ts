@@ -195,7 +195,7 @@ describe('outputs', () => {
       const before = 'Intro written by hand.\n\n';
       const after = '\n\n## agents (by hand)\n\nFigures of a run by hand: 1,825.2 s.\n';
       await writeFile(doc, `${before}${GENERATED_BEGIN}\n# stale figures\n${GENERATED_END}${after}`);
-      const rerender = (): ReturnType<typeof execFileP> => execFileP(process.execPath, [BENCH_MAIN, '--from', json, '--doc', doc]);
+      const rerender = (): ReturnType<typeof execFileP> => execFileP(process.execPath, [BENCH_MAIN, '--from', json, '--json', path.join(dir, 'out.json'), '--doc', doc]);
       await rerender();
       const text = await readFile(doc, 'utf8');
       expect(text.startsWith(`${before}${GENERATED_BEGIN}\n# mockcloud performance\n`)).toBe(true);
