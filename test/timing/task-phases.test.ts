@@ -22,6 +22,7 @@ import { makeTar, runBuildClient } from '../cn-agent/docker-client.js';
 import { ProcessSocket } from '../cn-agent/migration-client.js';
 import { call, waitFor } from '../headnode/helpers/sdc-clients.js';
 import { cnapiTask, startDevDc, taskError, type DevDc, type Obj } from '../headnode/helpers/dev-dc.js';
+import { at, drawsOf } from './history.js';
 
 const OWNER = '930896af-bf8c-48d4-885c-6573a94b1853';
 const KiB = 1024;
@@ -52,18 +53,6 @@ cn:
   boot: 1500ms
   autoboot_gap: 500ms
 `;
-
-/** The draws a task's log names ("timing <profile>: <phase> takes <n> ms"), by phase. */
-function drawsOf(entry: Obj): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const l of entry.log as Obj[]) {
-    const m = /^timing \S+: (\S+) takes (\d+) ms$/.exec(String(l.message[0]));
-    if (m) out.set(m[1]!, Number(m[2]));
-  }
-  return out;
-}
-
-const at = (entry: Obj, name: string): number => Date.parse((entry.messages as Obj[]).find((m) => m.name === name)!.timestamp);
 
 describe('long tasks and a CN boot on a timing profile', () => {
   let dc: DevDc;
