@@ -172,11 +172,24 @@ describe('firewaller on every mock CN', () => {
     await waitFor('rule on b after its start-up sync', () => hasRule(cn.b, rule.uuid));
   });
 
-  it("an FWAPI answering 503 is asked again with the agent's backoff: 100 ms doubling, 5 retries", async () => {
+  /** A firewaller of its own whose FWAPI requests go through a recording proxy; `close` stops all three. */
+  async function proxiedFirewaller(): Promise<{ proxy: RecordingProxy; tc: TestContext; fw: FirewallerPlugin; close: () => Promise<void> }> {
     const proxy = new RecordingProxy(urls.fwapi);
     await proxy.start();
-    const tc2 = makeContext(fleet, { vmapi: urls.vmapi, fwapi: proxy.url, fwapiFast: urls.fwapiFast });
-    const fw2 = new FirewallerPlugin(tc2.ctx, { startSpreadMs: 0, tickMs: 25 });
+    const ptc = makeContext(fleet, { vmapi: urls.vmapi, fwapi: proxy.url, fwapiFast: urls.fwapiFast });
+    const pfw = new FirewallerPlugin(ptc.ctx, { startSpreadMs: 0, tickMs: 25 });
+    return {
+      proxy, tc: ptc, fw: pfw,
+      close: async () => {
+        await pfw.stop();
+        ptc.close();
+        await proxy.stop();
+      },
+    };
+  }
+
+  it("an FWAPI answering 503 is asked again with the agent's backoff: 100 ms doubling, 5 retries", async () => {
+    const { proxy, tc: tc2, fw: fw2, close } = await proxiedFirewaller();
     try {
       proxy.down = true;
       fw2.start();
@@ -189,17 +202,12 @@ describe('firewaller on every mock CN', () => {
       [100, 200, 400, 800, 1600].forEach((min, i) => expect(gaps[i]).toBeGreaterThanOrEqual(min - 5));
       expect(tc2.errors['firewaller.sync']).toBe(1);
     } finally {
-      await fw2.stop();
-      tc2.close();
-      await proxy.stop();
+      await close();
     }
   });
 
   it("a CN removed while its sync is in flight: once the detach has settled, nothing more is written into the CN's dir", async () => {
-    const proxy = new RecordingProxy(urls.fwapi);
-    await proxy.start();
-    const ptc = makeContext(fleet, { vmapi: urls.vmapi, fwapi: proxy.url, fwapiFast: urls.fwapiFast });
-    const late = new FirewallerPlugin(ptc.ctx, { startSpreadMs: 0, tickMs: 25 });
+    const { proxy, fw: late, close } = await proxiedFirewaller();
     try {
       const c = await fleet.addCn();
       await addVm(c, 'late1', '10.88.0.41', { role: 'web' }, true);
@@ -220,9 +228,7 @@ describe('firewaller on every mock CN', () => {
       await new Promise((r) => setTimeout(r, 300));
       expect(await fsp.readdir(fwDir).catch(() => 'absent')).toBe('absent');
     } finally {
-      await late.stop();
-      ptc.close();
-      await proxy.stop();
+      await close();
     }
   });
 

@@ -155,7 +155,10 @@ export class DevBooter {
     this.connections.start();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(where.httpPort ?? 0, where.host, () => {
+      // A backlog as deep as the cap: with Node's 511, a burst of connections (a boot storm's
+      // fetches, or a flood) overflows the accept queue and, with SYN cookies on, the overflow
+      // is connected for the client but never reaches booter, so never meets the guard either.
+      server.listen({ port: where.httpPort ?? 0, host: where.host, backlog: MAX_HTTP_CONNECTIONS }, () => {
         server.off('error', reject);
         resolve();
       });
