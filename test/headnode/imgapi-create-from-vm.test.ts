@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findDaemon } from '../../src/cli/daemon-client.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { call, callError, closeClient, vmapiClient, waitFor, type Client } from './helpers/sdc-clients.js';
 import { startDevDc, type DevDc, type Obj } from './helpers/dev-dc.js';
@@ -78,6 +79,35 @@ describe('dev IMGAPI CreateImageFromVm (create-from-vm job)', () => {
     const image = await call<Obj>(imgapi, 'createImageFromVmAndWait', m, { vm_uuid: vm });
     expect(image).toMatchObject({ uuid: m.uuid, state: 'active' });
   }, 90_000);
+
+  it("fails the job when the CN's machine_create_image task fails, leaving the image `failed` with the error (create-from-vm.js)", async () => {
+    const daemon = await findDaemon(dc.dataDir);
+    const fault = await daemon.call<{ id: string }>('POST', '/faults', { task: 'machine_create_image', error: 'zfs send failed: out of space' });
+    try {
+      const m = manifest();
+      const [job] = await new Promise<[Obj, Obj]>((resolve, reject) =>
+        imgapi.createImageFromVm(m, { vm_uuid: vm }, (err: Error | null, j: Obj, r: Obj) => (err ? reject(err) : resolve([j, r]))),
+      );
+      const done = await waitFor(async () => {
+        const j = await call<Obj>(vmapi, 'getJob', job.job_uuid);
+        return ['succeeded', 'failed'].includes(j.execution) ? j : undefined;
+      }, 60_000);
+      expect(done.execution).toBe('failed');
+      expect(done.chain_results.at(-1)).toMatchObject({ name: 'cnapi.poll_task', error: expect.anything() });
+      // update_with_error leaves the placeholder, `failed` with the job's error (String(err)).
+      const image = await call<Obj>(imgapi, 'getImage', m.uuid);
+      expect(image).toMatchObject({ uuid: m.uuid, state: 'failed', error: { message: 'Error: zfs send failed: out of space' } });
+      // sdc-clients' createImageFromVmAndWait answers the task's error as an Error.
+      const failed = await new Promise<Error | null>((resolve) =>
+        imgapi.createImageFromVmAndWait(manifest(), { vm_uuid: vm }, (err: Error | null) => resolve(err)),
+      );
+      expect(failed?.message).toBe('zfs send failed: out of space');
+    } finally {
+      await daemon.call('DELETE', `/faults/${fault.id}`);
+    }
+    // The fault gone, the same VM publishes again.
+    expect(await call<Obj>(imgapi, 'createImageFromVmAndWait', manifest(), { vm_uuid: vm })).toMatchObject({ state: 'active' });
+  }, 120_000);
 
   it('answers bad input as IMGAPI does and stores no placeholder', async () => {
     const post = async (q: string, body: unknown): Promise<Obj> => {

@@ -99,6 +99,28 @@ describe('dev IMGAPI, dc mode', () => {
     expect((await call<Obj>(client, 'getImage', img.uuid)).disabled).toBe(false);
   });
 
+  it('deletes for an account only its own image: 404 where it may not see it, NotImageOwner where it may (DeleteImage)', async () => {
+    const del = async (uuid: string, account: string): Promise<{ status: number; body: unknown }> => {
+      const res = await fetch(`${service.url}/images/${uuid}?account=${account}`, { method: 'DELETE' });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    };
+    const exists = async (uuid: string): Promise<boolean> => (await fetch(`${service.url}/images/${uuid}`)).status === 200;
+    // reqGetImage first: a private image another account owns is not found, as for a GET.
+    const hidden = await activeImage();
+    expect(await del(hidden.uuid, LUKE)).toEqual({ status: 404, body: { code: 'ResourceNotFound', message: 'image not found' } });
+    expect(await exists(hidden.uuid)).toBe(true);
+    // One it may read (public) is refused by reqEnsureAccountIsImageOwner.
+    const shown = await activeImage({ public: true });
+    expect(await del(shown.uuid, LUKE)).toEqual({
+      status: 422,
+      body: { code: 'NotImageOwner', message: `account ${LUKE} is not the owner of image ${shown.uuid}` },
+    });
+    expect(await exists(shown.uuid)).toBe(true);
+    expect((await del(hidden.uuid, VADER)).status).toBe(204);
+    expect(await exists(hidden.uuid)).toBe(false);
+  });
+
   it('clones a shared image for the account it is shared with, as test/image-clone.dc-test.js expects', async () => {
     const shared = await activeImage({ public: false, acl: [LUKE] });
     const publicOne = await activeImage({ public: true });

@@ -17,6 +17,7 @@ describe('dev VMAPI with the dev PAPI', () => {
   let vmapi: Client;
   let papi: Client;
   let image: Obj;
+  let bhyveImage: Obj;
   const pkg: Record<string, Obj> = {};
 
   async function waitJob(jobUuid: string): Promise<Obj> {
@@ -39,6 +40,7 @@ describe('dev VMAPI with the dev PAPI', () => {
     vmapi = vmapiClient(dc.urls.vmapi);
     papi = papiClient(dc.urls.papi);
     image = ((await (await fetch(`${dc.urls.imgapi}/images?type=zone-dataset`)).json()) as Obj[])[0]!;
+    bhyveImage = ((await (await fetch(`${dc.urls.imgapi}/images?type=zvol`)).json()) as Obj[])[0]!;
     for (const name of ['sample-256M', 'sample-512M', 'sample-bhyve-flexible-1G']) {
       pkg[name] = (await call<Obj[]>(papi, 'list', { name, active: true }, {}))[0]!;
     }
@@ -101,5 +103,51 @@ describe('dev VMAPI with the dev PAPI', () => {
     const refused = await callError(vmapi, 'updateVm', { uuid: res.vm_uuid, payload: { billing_id: ghost } });
     expect(refused.statusCode).toBe(409);
     expect(refused.body?.errors).toContainEqual({ field: 'billing_id', code: 'Invalid', message: `Package ${ghost} does not exist` });
+  }, 60_000);
+
+  it("sizes a bhyve VM by the package's RAM as `ram`, over a caller's `ram`, on provision and on resize", async () => {
+    const flex1G = pkg['sample-bhyve-flexible-1G']!;
+    const res = await call<{ vm_uuid: string; job_uuid: string }>(vmapi, 'createVm', {
+      owner_uuid: DEFAULT_ADMIN_UUID,
+      brand: 'bhyve',
+      billing_id: flex1G.uuid,
+      // sdc-vmapi's validatePackageValues writes the package's max_physical_memory over this.
+      ram: 2048,
+      vcpus: 1,
+      disks: [{ image_uuid: bhyveImage.uuid, boot: true }],
+      networks: [{ name: 'admin' }],
+    });
+    const job = await waitJob(res.job_uuid);
+    expect(job.execution, JSON.stringify(job.chain_results?.at?.(-1))).toBe('succeeded');
+    expect(job.params).toMatchObject({ ram: 1024, flexible_disk_size: 24576 });
+    expect(job.params).not.toHaveProperty('quota');
+    expect(await call<Obj>(vmapi, 'getVm', { uuid: res.vm_uuid })).toMatchObject({ billing_id: flex1G.uuid, ram: 1024 });
+
+    const flex2G = await call<Obj>(papi, 'add', {
+      name: 'mc-bhyve-flexible-2G',
+      version: '1.0.0',
+      active: true,
+      brand: 'bhyve',
+      flexible_disk: true,
+      cpu_cap: 100,
+      max_lwps: 1000,
+      max_physical_memory: 2048,
+      max_swap: 8192,
+      quota: 24576,
+      zfs_io_priority: 10,
+    });
+    // VMAPI resizes a bhyve VM's CPU or memory only when it is stopped.
+    const stop = await call<{ job_uuid: string }>(vmapi, 'stopVm', { uuid: res.vm_uuid });
+    expect((await waitJob(stop.job_uuid)).execution).toBe('succeeded');
+    const resized = await call<{ job_uuid: string }>(vmapi, 'updateVm', { uuid: res.vm_uuid, payload: { billing_id: flex2G.uuid } });
+    const resizeJob = await waitJob(resized.job_uuid);
+    expect(resizeJob.execution, JSON.stringify(resizeJob.chain_results?.at?.(-1))).toBe('succeeded');
+    expect(resizeJob.params.payload).toMatchObject({ billing_id: flex2G.uuid, ram: 2048 });
+    expect(resizeJob.params.payload).not.toHaveProperty('max_physical_memory');
+    const vm = await waitFor(async () => {
+      const v = await call<Obj>(vmapi, 'getVm', { uuid: res.vm_uuid });
+      return v.ram === 2048 ? v : undefined;
+    }, 15_000);
+    expect(vm).toMatchObject({ billing_id: flex2G.uuid, ram: 2048 });
   }, 60_000);
 });

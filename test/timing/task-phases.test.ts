@@ -221,7 +221,8 @@ describe('long tasks and a CN boot on a timing profile', () => {
     expect(steps.map(({ e }) => e.message.slice(0, 8))).toEqual(['Step 1/4', 'Step 2/4', 'Step 3/4', 'Step 4/4']);
     for (let i = 1; i < steps.length; i++) {
       const gap = steps[i]!.ms - steps[i - 1]!.ms;
-      expect(gap, steps[i]!.e.message).toBeGreaterThanOrEqual(300 - 20);
+      // A late step (a busy host) shortens the next gap: half the step time still tells paced steps from none.
+      expect(gap, steps[i]!.e.message).toBeGreaterThanOrEqual(150);
       expect(gap, steps[i]!.e.message).toBeLessThan(300 + 1500);
     }
     const finished = arrived.find(({ e }) => e.type === 'build_finished')!;
@@ -265,7 +266,10 @@ describe('long tasks and a CN boot on a timing profile', () => {
     // The CN's boot (1.5 s) and the zone's (300 ms) before the first; cn.autoboot_gap (500 ms) between starts.
     expect(times[0]! - rebooted).toBeGreaterThanOrEqual(1500 + 300);
     for (const i of [1, 2]) {
-      expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(500 - 20);
+      // Each boot's start is the gap after the last; its timestamp is its end, which the shared
+      // scheduler may fire late on a busy host, so one late end shortens the next gap. Half the
+      // gap still tells paced boots from boots all at once.
+      expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(250);
       expect(times[i]! - times[i - 1]!).toBeLessThan(500 + 2000);
     }
     for (const uuid of [off, wasRunning]) expect(await call<Obj>(dc.cnapi, 'getVm', target, uuid)).toMatchObject({ state: 'stopped', autoboot: false });

@@ -36,6 +36,12 @@ export function isActivated(m: ImageManifest): boolean {
   return m.state === 'active' || m.state === 'disabled';
 }
 
+/** `Image._calcState`: the state an image has for being activated (or not) and disabled (or not). */
+export function calcState(activated: boolean, disabled: boolean): 'unactivated' | 'disabled' | 'active' {
+  if (!activated) return 'unactivated';
+  return disabled ? 'disabled' : 'active';
+}
+
 /** Whether `account` may see `m` (reqGetImage's rules). */
 export function visibleTo(m: ImageManifest, account: string): boolean {
   if (m.owner === account) return true;

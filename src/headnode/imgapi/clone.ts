@@ -4,24 +4,23 @@
  * image of its own. The origin chain up to the first image of the admin (or the unset owner)
  * is copied with it, base first, every copy but the last disabled; each copy has a new uuid,
  * no acl, the account as owner and its file copied, and is activated. A failure removes the
- * copies made so far.
+ * copies made so far (what it cannot remove is logged) and answers the failure.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir } from '../../common/durable-file.js';
+import { failureFields, type Logger } from '../../common/log.js';
 import type { Reply, Req } from '../http.js';
 import { ok } from '../http.js';
-import { isActivated, isImgapiUuid } from './access.js';
+import { calcState, isActivated, isImgapiUuid } from './access.js';
 import { fieldErr, imgapiError, imgapiErrors } from './errors.js';
-import { serializeImage, type ImageManifest } from './images.js';
+import { serializeImage, UNSET_OWNER_UUID, type ImageManifest } from './images.js';
 import type { ImageCatalogue } from './writes.js';
 
-/** IMGAPI's UNSET_OWNER_UUID. */
-const UNSET_OWNER = '00000000-0000-0000-0000-000000000000';
 /** IMGAPI's MAX_ORIGIN_DEPTH. */
 const MAX_ORIGIN_DEPTH = 100;
 
-export async function cloneImage(cat: ImageCatalogue, image: ImageManifest, req: Req, newUuid: () => string): Promise<Reply> {
+export async function cloneImage(cat: ImageCatalogue, image: ImageManifest, req: Req, newUuid: () => string, log: Logger): Promise<Reply> {
   const account = (req.query as Record<string, unknown> | undefined)?.account;
   if (!isImgapiUuid(account)) {
     throw imgapiErrors.invalidParameter(`invalid "account": not a UUID: "${String(account)}"`, [fieldErr('account', 'Invalid')]);
@@ -37,7 +36,7 @@ export async function cloneImage(cat: ImageCatalogue, image: ImageManifest, req:
   for (let origin = image.origin; origin !== undefined; ) {
     const img = cat.get(origin);
     if (!img) throw imgapiErrors.notFound(`image ${origin} not found`);
-    if (img.owner === UNSET_OWNER || img.owner === cat.adminUuid) {
+    if (img.owner === UNSET_OWNER_UUID || img.owner === cat.adminUuid) {
       base = img;
       break;
     }
@@ -50,19 +49,19 @@ export async function cloneImage(cat: ImageCatalogue, image: ImageManifest, req:
   try {
     for (const img of toClone) {
       const uuid = newUuid();
+      const disabled = img !== image ? true : img.disabled;
       const copy: ImageManifest = {
         ...structuredClone(img),
         uuid,
         owner: account,
-        state: 'active',
-        disabled: img !== image ? true : img.disabled,
+        state: calcState(true, disabled),
+        disabled,
         published_at: new Date().toISOString(),
       };
       delete copy.acl;
       delete copy.icon;
       if (base) copy.origin = base.uuid;
       else delete copy.origin;
-      if (copy.disabled) copy.state = 'disabled';
       if (img.files.length > 0) {
         const to = cat.fileOf(uuid);
         await fsp.mkdir(path.dirname(to), { recursive: true });
@@ -75,8 +74,11 @@ export async function cloneImage(cat: ImageCatalogue, image: ImageManifest, req:
     }
   } catch (err) {
     for (const copy of made.reverse()) {
-      await cat.remove(copy.uuid).catch(() => undefined);
-      await fsp.rm(path.dirname(cat.fileOf(copy.uuid)), { recursive: true, force: true }).catch(() => undefined);
+      const undo = (what: string) => (rollbackErr: unknown) => {
+        log.warn({ ...failureFields(rollbackErr), image_uuid: copy.uuid, source_uuid: image.uuid }, `CloneImage rollback: could not remove the copy's ${what}`);
+      };
+      await cat.remove(copy.uuid).catch(undo('record'));
+      await fsp.rm(path.dirname(cat.fileOf(copy.uuid)), { recursive: true, force: true }).catch(undo('file'));
     }
     throw err;
   }

@@ -15,7 +15,7 @@ import type { Logger } from '../../common/log.js';
 import { isUuid } from '../../common/uuid.js';
 import { HttpStatusError, type JsonHttpClient } from '../../common/http-client.js';
 import { body, ok, query, type Reply, type Req } from '../http.js';
-import { StepFailure, type JobRecord, type WorkflowDef } from '../vmapi/jobs.js';
+import type { JobRecord, StepError, WorkflowDef } from '../vmapi/jobs.js';
 import { Peers, type Obj } from '../vmapi/peers.js';
 import { reqIdOf, taskErrorMessage } from '../vmapi/workflow-steps.js';
 import { boolParam } from './access.js';
@@ -194,7 +194,8 @@ export class CreateFromVm {
           name: 'cnapi.poll_task',
           body: async (ctx) => {
             const task = await this.peers.waitTask(String(ctx.state.taskId), reqIdOf(ctx));
-            if (task.status === 'failure') throw new StepFailure(taskErrorMessage(task));
+            // pollTask's `cb(new Error(getErrorMesage(task)))`: recorded as {name, message}.
+            if (task.status === 'failure') throw new Error(taskErrorMessage(task));
             return 'Image created';
           },
         },
@@ -205,16 +206,26 @@ export class CreateFromVm {
           body: async (ctx) => {
             const m = cat.get(String(ctx.params.image_uuid));
             if (!m || m.state !== 'creating') return 'Image is not a placeholder';
-            const last = ctx.job.chain_results[ctx.job.chain_results.length - 1]?.error;
-            const message = typeof last === 'string' ? last : (last?.message ?? 'image creation failed');
-            await cat.put({ ...m, state: 'failed', error: { message } });
-            log.info({ image: m.uuid, message }, 'create-from-vm failed: placeholder image marked failed');
+            const error = jobError(ctx.job.chain_results[ctx.job.chain_results.length - 1]?.error);
+            await cat.put({ ...m, state: 'failed', error });
+            log.info({ image: m.uuid, error }, 'create-from-vm failed: placeholder image marked failed');
             return 'Image updated with publishing error';
           },
         },
       ],
     };
   }
+}
+
+/**
+ * The `job.error` a step's fallback (`setErrorObject`) keeps for update_with_error: the failure
+ * as `String(err)` ("Error: ..." for an Error), with its code or restCode when it has one.
+ */
+function jobError(recorded: StepError | undefined): { message: string; code?: string } {
+  if (recorded === undefined) return { message: 'image creation failed' };
+  if (typeof recorded === 'string') return { message: recorded };
+  const message = `${recorded.name ?? 'Error'}: ${recorded.message ?? ''}`;
+  return recorded.restCode ? { message, code: recorded.restCode } : { message };
 }
 
 /** The VM's origin image: its boot disk's for bhyve and KVM, its `image_uuid` otherwise. */

@@ -88,7 +88,8 @@ export function stableUuid(name: string): string {
 }
 
 /** Public Triton images are owned by the nil uuid. */
-const PUBLIC_OWNER = '00000000-0000-0000-0000-000000000000';
+/** IMGAPI's UNSET_OWNER_UUID: the owner of public images no account owns. */
+export const UNSET_OWNER_UUID = '00000000-0000-0000-0000-000000000000';
 
 export function seedImages(adminUuid: string): SeedImage[] {
   const out: SeedImage[] = [];
@@ -97,7 +98,7 @@ export function seedImages(adminUuid: string): SeedImage[] {
     manifest: {
       v: 2,
       uuid: base.uuid,
-      owner: PUBLIC_OWNER,
+      owner: UNSET_OWNER_UUID,
       name: base.name,
       version: base.version,
       state: 'active',
@@ -118,7 +119,7 @@ export function seedImages(adminUuid: string): SeedImage[] {
     manifest: {
       v: 2,
       uuid: bhyve.uuid,
-      owner: PUBLIC_OWNER,
+      owner: UNSET_OWNER_UUID,
       name: bhyve.name,
       version: bhyve.version,
       state: 'active',

@@ -265,7 +265,7 @@ export class ImgapiService {
         return etagged(await activateImage(cat, m));
       }),
     );
-    server.post('/images/:uuid/clone', r((req) => cloneImage(cat, image(req), req, randomUUID)));
+    server.post('/images/:uuid/clone', r((req) => cloneImage(cat, image(req), req, randomUUID, this.log)));
     server.post('/images/:uuid/acl', r(async (req) => etagged(await changeImageAcl(cat, ownImage(req), req))));
     server.put('/images/:uuid/file', r(async (req) => etagged(await addImageFile(cat, ownImage(req), req))));
     server.put('/images/:uuid/icon', r(async (req) => etagged(await addImageIcon(cat, ownImage(req), req))));

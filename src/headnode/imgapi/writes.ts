@@ -24,15 +24,13 @@ import { fsyncDir } from '../../common/durable-file.js';
 import { MockcloudError } from '../../common/errors.js';
 import { isUuid } from '../../common/uuid.js';
 import { body, noContent, ok, query, type Reply, type Req } from '../http.js';
-import { isActivated, isImgapiUuid } from './access.js';
+import { calcState, isActivated, isImgapiUuid } from './access.js';
 import { fieldErr, imgapiError, imgapiErrors } from './errors.js';
-import { FILE_COMPRESSIONS, serializeImage, type FileCompression, type ImageManifest } from './images.js';
+import { FILE_COMPRESSIONS, serializeImage, UNSET_OWNER_UUID, type FileCompression, type ImageManifest } from './images.js';
 import { invalidParameter, newImage, validationFailed } from './manifest-input.js';
 
 /** IMGAPI's MAX_IMAGE_SIZE (20 GiB). */
 const MAX_IMAGE_SIZE = 20 * 1024 * 1024 * 1024;
-/** IMGAPI's UNSET_OWNER_UUID. */
-const UNSET_OWNER = '00000000-0000-0000-0000-000000000000';
 
 /** What the write endpoints need of the service's catalogue. */
 export interface ImageCatalogue {
@@ -118,7 +116,7 @@ export async function adminImportImage(cat: ImageCatalogue, req: Req): Promise<R
   if (existing && existing.state !== 'creating') throw alreadyExists(uuid);
   await ensureOrigin(cat, typeof data.origin === 'string' ? data.origin : undefined);
   // 'dc' mode: an image published with the unset owner belongs to the DC's admin.
-  if (data.owner === UNSET_OWNER) data.owner = cat.adminUuid;
+  if (data.owner === UNSET_OWNER_UUID) data.owner = cat.adminUuid;
   const m = newImage(data, uuid, true);
   await cat.put(m);
   return ok(serializeImage(m));
@@ -126,7 +124,7 @@ export async function adminImportImage(cat: ImageCatalogue, req: Req): Promise<R
 
 /** `POST /images/:uuid?action=activate`. */
 export async function activateImage(cat: ImageCatalogue, m: ImageManifest): Promise<Reply> {
-  if (m.state === 'active' || m.state === 'disabled') {
+  if (isActivated(m)) {
     throw new MockcloudError('InvalidParameters', `image "${m.uuid}" is already activated`, { restCode: 'ImageAlreadyActivated' });
   }
   if (m.files.length === 0) {
@@ -134,11 +132,11 @@ export async function activateImage(cat: ImageCatalogue, m: ImageManifest): Prom
       restCode: 'NoActivationNoFile',
     });
   }
-  const next: ImageManifest = {
-    ...m,
-    state: m.disabled ? 'disabled' : 'active',
-    published_at: m.published_at ?? new Date().toISOString(),
-  };
+  return save(cat, { ...m, state: calcState(true, m.disabled), published_at: m.published_at ?? new Date().toISOString() });
+}
+
+/** Stores the changed image and answers it, as each write endpoint does. */
+async function save(cat: ImageCatalogue, next: ImageManifest): Promise<Reply> {
   await cat.put(next);
   return ok(serializeImage(next));
 }
@@ -165,12 +163,14 @@ export function exportImage(req: Req): never {
 /** EnableImage / DisableImage (apiEnableDisableImage): the state follows (`Image._calcState`). */
 export async function enableDisableImage(cat: ImageCatalogue, m: ImageManifest, action: 'enable' | 'disable'): Promise<Reply> {
   const disabled = action === 'disable';
-  const next: ImageManifest = { ...m, disabled, state: !isActivated(m) ? 'unactivated' : disabled ? 'disabled' : 'active' };
-  await cat.put(next);
-  return ok(serializeImage(next));
+  return save(cat, { ...m, disabled, state: calcState(isActivated(m), disabled) });
 }
 
-/** AddImageAcl / RemoveImageAcl `POST /images/:uuid/acl?action=add|remove`: a list of uuids. */
+/**
+ * AddImageAcl / RemoveImageAcl `POST /images/:uuid/acl?action=add|remove` (apiAddImageAcl and
+ * apiRemoveImageAcl check the body alike): a list of uuids added to or taken from the acl; a
+ * removal from an image with no acl changes nothing.
+ */
 export async function changeImageAcl(cat: ImageCatalogue, m: ImageManifest, req: Req): Promise<Reply> {
   const action = actionOf(req);
   if (action !== undefined && action !== 'add' && action !== 'remove') {
@@ -183,17 +183,10 @@ export async function changeImageAcl(cat: ImageCatalogue, m: ImageManifest, req:
       throw imgapiErrors.invalidParameter(`invalid image "acl" (item ${i} is not a UUID): ${String(uuid)}`, [fieldErr('acl', 'Invalid')]);
     }
   });
-  const acl = [...(m.acl ?? [])];
-  if (action === 'remove') {
-    if (m.acl === undefined) return ok(serializeImage(m));
-    const next: ImageManifest = { ...m, acl: acl.filter((u) => !list.includes(u)) };
-    await cat.put(next);
-    return ok(serializeImage(next));
-  }
-  for (const uuid of list as string[]) if (!acl.includes(uuid)) acl.push(uuid);
-  const next: ImageManifest = { ...m, acl };
-  await cat.put(next);
-  return ok(serializeImage(next));
+  const uuids = list as string[];
+  if (action !== 'remove') return save(cat, { ...m, acl: [...(m.acl ?? []), ...uuids.filter((u, i) => !m.acl?.includes(u) && uuids.indexOf(u) === i)] });
+  if (m.acl === undefined) return ok(serializeImage(m));
+  return save(cat, { ...m, acl: m.acl.filter((u) => !uuids.includes(u)) });
 }
 
 /** imgmanifest's `mutable` fields (node-imgmanifest lib/imgmanifest.js). */
@@ -214,7 +207,7 @@ export async function updateImage(cat: ImageCatalogue, m: ImageManifest, req: Re
   const fields = data as Record<string, unknown>;
   const keys = Object.keys(fields);
   if (keys.length === 0) throw validationFailed('invalid image update data: no parameters provided', []);
-  const activated = m.state === 'active' || m.state === 'disabled';
+  const activated = isActivated(m);
   const errs: { field: string; code: string; message: string }[] = [];
   for (const key of keys) {
     if (!UPDATEABLE.has(key) && !ADMIN_ONLY.has(key)) errs.push({ field: key, code: 'NotAllowed', message: 'Parameter cannot be updated' });
@@ -279,7 +272,7 @@ export async function updateImage(cat: ImageCatalogue, m: ImageManifest, req: Re
 
 /** `PUT /images/:uuid/file`: the request body is the file (never parsed: octet-stream). */
 export async function addImageFile(cat: ImageCatalogue, m: ImageManifest, req: Req): Promise<Reply> {
-  if (m.state === 'active' || m.state === 'disabled') {
+  if (isActivated(m)) {
     req.resume();
     throw new MockcloudError('InvalidParameters', `cannot modify files on activated image ${m.uuid}`, { restCode: 'ImageFilesImmutable' });
   }
@@ -341,7 +334,7 @@ export async function addImageFile(cat: ImageCatalogue, m: ImageManifest, req: R
     // Activation may have happened while the file streamed in (finishMoveImageFile's check).
     const now = cat.get(m.uuid);
     if (!now) throw new MockcloudError('ResourceNotFound', `image ${m.uuid} not found`);
-    if (now.state === 'active' || now.state === 'disabled') {
+    if (isActivated(now)) {
       throw new MockcloudError('InvalidParameters', `image "${m.uuid}" is already activated`, { restCode: 'ImageAlreadyActivated' });
     }
     await fsp.rename(tmp, final);

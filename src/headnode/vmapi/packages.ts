@@ -11,13 +11,31 @@ import { elem, type ErrorElem } from './errors.js';
 import { relay, type Obj, type Peers } from './peers.js';
 import type { P } from './validators.js';
 
-const PACKAGE_FIELDS = ['cpu_cap', 'max_lwps', 'max_physical_memory', 'max_swap', 'quota', 'vcpus', 'zfs_io_priority'];
+/** Taken from the package where the caller did not give them; the RAM is set apart below. */
+const PACKAGE_FIELDS = ['cpu_cap', 'max_lwps', 'max_swap', 'quota', 'vcpus', 'zfs_io_priority'];
 /** Not global: VMAPI's `safeBrandName` removes the first such character only. */
 const BRAND_NAME_DISALLOWED_CHARS_RE = /[^a-zA-Z-]/;
 const BRAND_NAME_MAX_LENGTH = 64;
 
 function safeBrandName(brand: string): string {
   return brand.replace(BRAND_NAME_DISALLOWED_CHARS_RE, '').slice(0, BRAND_NAME_MAX_LENGTH);
+}
+
+/**
+ * The package's `max_physical_memory`, as sdc-vmapi's validatePackageValues leaves it: a bhyve
+ * or KVM VM is sized by `ram`, so unless the caller gave `max_physical_memory` the package's
+ * value becomes `ram` (over a caller's `ram`: VMAPI's loop writes it before its default step);
+ * any other brand takes it as `max_physical_memory`, and `ram` too where the caller gave none.
+ */
+function applyPackageRam(params: P, pkgRam: unknown, hvm: boolean): void {
+  if (pkgRam === undefined) return;
+  const mib = Number(pkgRam);
+  if (hvm && params.max_physical_memory === undefined) {
+    params.ram = mib;
+    return;
+  }
+  params.max_physical_memory ??= mib;
+  params.ram ??= mib;
 }
 
 /** Adds its complaints to `errs`; throws what VMAPI relays (PAPI down, a 500). */
@@ -52,22 +70,12 @@ export async function validatePackageValues(peers: Peers, params: P, errs: Error
       } else {
         params.quota = Number(pkg.quota) / 1024;
       }
-    } else if (hvm && field === 'max_physical_memory') {
-      params.ram = pkg[field];
     } else {
       params[field] = Number(pkg[field]);
     }
   }
-  let pkgRam: unknown = pkg.max_physical_memory;
-  if (pkgRam !== undefined) {
-    if (params.max_physical_memory === undefined) {
-      if (hvm) params.ram = Number(pkgRam);
-      else params.max_physical_memory = Number(pkgRam);
-    } else if (params.ram === undefined) {
-      params.ram = Number(pkgRam);
-    }
-  }
-  pkgRam = params.max_physical_memory || params.ram;
+  applyPackageRam(params, pkg.max_physical_memory, hvm);
+  const pkgRam = params.max_physical_memory || params.ram;
   if (params.cpu_shares === undefined) {
     if (pkg.fss !== undefined) {
       params.cpu_shares = Math.floor(Number(pkg.fss));
