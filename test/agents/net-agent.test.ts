@@ -219,12 +219,16 @@ describe('net-agent', () => {
     const { vm, mac } = await provisionedVm(cn);
     const vm2 = await provisionedVm(cn);
     await waitFor('NICs running', async () => (await nic(mac))?.state === 'running' && (await nic(vm2.mac))?.state === 'running');
+    const before = a.stats().vmUpdates;
     await api('PUT', `/networks/${externalNet.uuid}`, { gateway: '10.88.88.254' });
     await waitFor('gateway in both VM files', async () => {
       const f1 = await vmFile(cn, vm.uuid);
       const f2 = await vmFile(cn, vm2.vm.uuid);
       return f1.nics[0].gateway === '10.88.88.254' && f2.nics[0].gateway === '10.88.88.254';
     });
+    // A file is visible at its rename, counted once its durable write returns: on a busy host
+    // the second count can land after the file is seen.
+    await waitFor('both writes counted', () => a.stats().vmUpdates >= before + 2);
     const updates = a.stats().vmUpdates;
     const passes = a.stats().passes;
     await waitFor('two more full passes', () => a.stats().passes >= passes + 2);
