@@ -83,23 +83,16 @@ export class TaskHistory {
   }
 
   start(task: string, params: unknown, now = new Date()): HistoryEntry {
-    const entry = {
+    const entry: HistoryEntry = {
       started_at: now.toISOString(),
       task,
       pid: process.pid,
+      params: depthBounded(params),
       status: 'active',
       errorCount: 0,
       messages: [],
       log: [],
-    } as unknown as HistoryEntry;
-    // Kept as JSON text, read back when asked for: the task runs with the request's params, and
-    // a second copy as objects (a VM payload's NICs, disks and metadata) cost every task in
-    // flight and every entry of a fleet's histories several times the text.
-    const text = params !== null && typeof params === 'object' ? JSON.stringify(tooDeep(params) ? depthBounded(params) : params) : undefined;
-    Object.defineProperty(entry, 'params', {
-      enumerable: true,
-      get: () => (text === undefined ? params : JSON.parse(text)),
-    });
+    };
     this.items.push(entry);
     if (this.items.length > HISTORY_SIZE) this.items.splice(0, this.items.length - HISTORY_SIZE);
     return entry;
@@ -138,14 +131,6 @@ export function recordLog(entry: HistoryEntry, level: string, args: unknown[]): 
 export function finishEntry(entry: HistoryEntry, status: HistoryStatus, now = new Date()): void {
   entry.status = status;
   entry.finished_at = now.toISOString();
-}
-
-/** Whether `value` nests deeper than MAX_PARAMS_DEPTH (without copying it). */
-function tooDeep(value: unknown, depth = 0): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (depth >= MAX_PARAMS_DEPTH) return true;
-  for (const v of Array.isArray(value) ? value : Object.values(value)) if (tooDeep(v, depth + 1)) return true;
-  return false;
 }
 
 /** A copy of `value` with whatever nests deeper than MAX_PARAMS_DEPTH replaced by a marker. */
