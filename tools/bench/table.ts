@@ -60,6 +60,12 @@ export function timingLines(t: TimingResult): string[] {
     if (p) {
       const kb = (b: number): string => `${fmt(b / 1024, 1)} KB`;
       lines.push(`  per task in flight: JS heap ${kb(p.heapTotal)} reserved (${kb(p.heapUsed)} in use, live or garbage), buffers ${kb(p.external)}, the rest ${kb(p.other)}`);
+      if (r.rssAfterBytes !== undefined && r.heapUsedAfterBytes !== undefined && r.heapUsedBeforeBytes !== undefined && r.ok > 0) {
+        lines.push(
+          `  after the burst (${fmtN(r.ok)} VMs made, none in flight): RSS ${mib(r.rssAfterBytes)}, JS heap in use ${mib(r.heapUsedBeforeBytes)} before, ${mib(r.heapUsedAfterBytes)} after: ` +
+            `${kb((r.heapUsedAfterBytes - r.heapUsedBeforeBytes) / r.ok)} per VM made`,
+        );
+      }
     }
   }
   for (const e of t.errors) lines.push(`  timing: ${e}`);

@@ -176,6 +176,10 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         external: perTask('externalBytes'),
         other: perTask('rssBytes') - perTask('heapTotalBytes') - perTask('externalBytes'),
       },
+      // After the burst (nothing in flight): what the VMs made and the tasks' history keep.
+      rssAfterBytes: samples.at(-1)?.rssBytes ?? NaN,
+      heapUsedAfterBytes: samples.at(-1)?.heapUsedBytes ?? NaN,
+      heapUsedBeforeBytes: before.heapUsedBytes,
       // Where heartbeats' lateness comes from: the event loop held (sync work) or the hot jobs behind.
       worstLoopDelayMs: Math.max(0, ...samples.map((x) => x.loopDelayMaxMs)),
       worstHotLagMs: Math.max(0, ...samples.map((x) => x.hotLagMs)),
