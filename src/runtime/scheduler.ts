@@ -101,6 +101,14 @@ export class Scheduler {
     return { hotMs: late(this.hot), otherMs: late(this.heap) };
   }
 
+  /**
+   * Whether a hot job (a heartbeat) is due more than `byMs` ago: work that may yield (a burst's
+   * task starts) gives the loop back sooner while it is.
+   */
+  hotLate(byMs: number): boolean {
+    return this.hot.length > 0 && schedulerNow() - this.hot[0]!.due > byMs;
+  }
+
   /** Run `fn` once, `delayMs` from now. Cancel with `cancel()`. */
   schedule(delayMs: number, fn: ScheduledFn, opts?: ScheduleOptions): ScheduledJob {
     const entry: Entry = { due: schedulerNow() + Math.max(0, delayMs), seq: this.seq++, fn, cancelled: false };

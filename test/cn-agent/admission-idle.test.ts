@@ -57,4 +57,34 @@ describe('task admission and waiting tasks', () => {
     (await p)();
     expect(second).toBe(true);
   });
+
+  it('starts a few tasks per turn while heartbeats run late, and every task in the end; 32 a turn otherwise', async () => {
+    let late = true;
+    const a = new TaskAdmission({ maxInFlight: 100, maxPerCn: 100, maxQueued: 100 }, () => late);
+    const startsPerTurn = async (count: number): Promise<number[]> => {
+      const turns: number[] = [];
+      let now = 0;
+      const started = Array.from({ length: count }, (_, i) => a.acquire(`cn${i}`).then((release) => {
+        turns[now] = (turns[now] ?? 0) + 1;
+        return release;
+      }));
+      // Those started at once (in this turn) count apart from those the next turns start.
+      await Promise.resolve();
+      await Promise.resolve();
+      now++;
+      for (let i = 0; i < 50 && turns.reduce((x, y) => x + (y ?? 0), 0) < count; i++) {
+        await turn();
+        now++;
+      }
+      for (const release of await Promise.all(started)) release();
+      return turns.map((n) => n ?? 0);
+    };
+    const whileLate = await startsPerTurn(20);
+    expect(whileLate.reduce((x, y) => x + y, 0)).toBe(20);
+    expect(Math.max(...whileLate)).toBeLessThanOrEqual(4);
+    late = false;
+    await turn();
+    const onTime = await startsPerTurn(40);
+    expect(Math.max(...onTime)).toBeGreaterThan(4);
+  });
 });

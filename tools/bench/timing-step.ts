@@ -107,23 +107,31 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
 
     const { targets, net } = await taskTargets(d, n, sink);
     say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
-    const rssBefore = readRssBytes(d.pid);
+    const before = await sampleDaemon(d);
+    const rssBefore = before.rssBytes;
     await sink.mark();
-    const samples: { inFlight: number; rssBytes: number }[] = [];
+    const samples: DaemonSample[] = [];
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const status = await d.control<{ tasksInFlight?: number }>('GET', '/status').catch(() => undefined);
-        const inFlight = status?.body?.tasksInFlight ?? 0;
-        const rssBytes = readRssBytes(d.pid);
-        samples.push({ inFlight, rssBytes });
+        samples.push(await sampleDaemon(d));
         await sleep(SAMPLE_MS);
       }
     })();
-    const plateau = (): { inFlight: number; rssBytes: number } => {
+    // The medians over the samples with at least 95 % of the most in flight, part by part.
+    const plateau = (): DaemonSample => {
       const most = Math.max(0, ...samples.map((x) => x.inFlight));
       const at = samples.filter((x) => most > 0 && x.inFlight >= most * 0.95);
-      return { inFlight: median(at.map((x) => x.inFlight)), rssBytes: median(at.map((x) => x.rssBytes)) };
+      const mid = (k: keyof DaemonSample): number => median(at.map((x) => x[k]));
+      return {
+        inFlight: mid('inFlight'),
+        rssBytes: mid('rssBytes'),
+        heapUsedBytes: mid('heapUsedBytes'),
+        heapTotalBytes: mid('heapTotalBytes'),
+        externalBytes: mid('externalBytes'),
+        loopDelayMaxMs: 0,
+        hotLagMs: 0,
+      };
     };
     const run = await runTasks({
       targets,
@@ -142,6 +150,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     await sampler;
     const s: SinkStats = await sink.stats();
     const peak = plateau();
+    const perTask = (k: keyof DaemonSample): number => (peak.inFlight > 0 ? Math.round((peak[k] - before[k]) / peak.inFlight) : NaN);
     const lat = summarize(run.latenciesMs);
     result.burstResult = {
       sent: run.ok + run.failed,
@@ -157,7 +166,23 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       peakInFlight: peak.inFlight,
       rssBeforeBytes: rssBefore,
       rssAtPeakBytes: peak.rssBytes,
-      rssPerInFlightTaskBytes: peak.inFlight > 0 ? Math.round((peak.rssBytes - rssBefore) / peak.inFlight) : NaN,
+      rssPerInFlightTaskBytes: perTask('rssBytes'),
+      // What the RSS per task is made of (process.memoryUsage(): the JS heap V8 has reserved and
+      // of it what is in use, live or not yet collected; buffers outside it; the rest is
+      // sockets, malloc and code).
+      perInFlightTaskBytes: {
+        heapUsed: perTask('heapUsedBytes'),
+        heapTotal: perTask('heapTotalBytes'),
+        external: perTask('externalBytes'),
+        other: perTask('rssBytes') - perTask('heapTotalBytes') - perTask('externalBytes'),
+      },
+      // After the burst (nothing in flight): what the VMs made and the tasks' history keep.
+      rssAfterBytes: samples.at(-1)?.rssBytes ?? NaN,
+      heapUsedAfterBytes: samples.at(-1)?.heapUsedBytes ?? NaN,
+      heapUsedBeforeBytes: before.heapUsedBytes,
+      // Where heartbeats' lateness comes from: the event loop held (sync work) or the hot jobs behind.
+      worstLoopDelayMs: Math.max(0, ...samples.map((x) => x.loopDelayMaxMs)),
+      worstHotLagMs: Math.max(0, ...samples.map((x) => x.hotLagMs)),
     };
     if (run.failed > 0) result.errors.push(...run.failures.slice(0, 3));
     await stop();
@@ -171,6 +196,38 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     result.seconds = round((performance.now() - started) / 1000, 1);
   }
   return result;
+}
+
+interface DaemonSample {
+  inFlight: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  externalBytes: number;
+  /** The event loop's worst delay since the previous sample (/status resets it). */
+  loopDelayMaxMs: number;
+  /** How late the most overdue hot job (a heartbeat) was. */
+  hotLagMs: number;
+}
+
+interface StatusFigures {
+  tasksInFlight?: number;
+  memory?: { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
+  eventLoop?: { delayMaxMs: number };
+  scheduler?: { lag: { hotMs: number } };
+}
+
+async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
+  const b = (await d.control<StatusFigures>('GET', '/status').catch(() => undefined))?.body;
+  return {
+    inFlight: b?.tasksInFlight ?? 0,
+    rssBytes: readRssBytes(d.pid),
+    heapUsedBytes: b?.memory?.heapUsedBytes ?? 0,
+    heapTotalBytes: b?.memory?.heapTotalBytes ?? 0,
+    externalBytes: b?.memory?.externalBytes ?? 0,
+    loopDelayMaxMs: b?.eventLoop?.delayMaxMs ?? 0,
+    hotLagMs: b?.scheduler?.lag.hotMs ?? 0,
+  };
 }
 
 function median(xs: number[]): number {

@@ -234,6 +234,16 @@ export interface TimingResult {
     rssBeforeBytes: number;
     rssAtPeakBytes: number;
     rssPerInFlightTaskBytes: number;
+    /** The RSS per task in flight by part (process.memoryUsage() at the plateau less before). */
+    perInFlightTaskBytes?: { heapUsed: number; heapTotal: number; external: number; other: number };
+    /** The last sample, after the burst (every task ended, its VM kept). */
+    rssAfterBytes?: number;
+    heapUsedAfterBytes?: number;
+    heapUsedBeforeBytes?: number;
+    /** The event loop's worst delay in any 1 s of the burst (ms). */
+    worstLoopDelayMs?: number;
+    /** The scheduler's worst lateness of a hot job (a heartbeat) seen in the samples (ms). */
+    worstHotLagMs?: number;
   };
 }
 

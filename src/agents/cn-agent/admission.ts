@@ -35,6 +35,13 @@ export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = { maxInFlight: 128, max
  * queue, a slice per turn.
  */
 const GRANTS_PER_TURN = 32;
+/**
+ * Tasks started per turn while the fleet's heartbeats run late (`heartbeatsLate`): the tasks'
+ * synchronous work (parsing, a VM's file, its payload's JSON) shares the one thread with the
+ * heartbeats, which run only between turns, so a shorter turn lets them catch up. Tasks keep
+ * starting, a few per turn, so the burst still progresses.
+ */
+const GRANTS_PER_TURN_HEARTBEATS_LATE = 4;
 
 export interface AdmissionStats {
   limits: AdmissionLimits;
@@ -84,7 +91,14 @@ export class TaskAdmission {
   /** Tasks started in the current turn of the event loop (reset by a setImmediate). */
   private grantedThisTurn = 0;
 
-  constructor(limits: Partial<AdmissionLimits> = {}) {
+  /**
+   * @param heartbeatsLate whether the fleet's heartbeats are running late now (the scheduler's
+   *   hot jobs behind): then fewer tasks start per turn.
+   */
+  constructor(
+    limits: Partial<AdmissionLimits> = {},
+    private readonly heartbeatsLate: () => boolean = () => false,
+  ) {
     this.limits = { ...DEFAULT_ADMISSION_LIMITS, ...limits };
     for (const [k, v] of Object.entries(this.limits)) {
       if (!Number.isInteger(v) || v < (k === 'maxQueued' ? 0 : 1)) {
@@ -106,7 +120,7 @@ export class TaskAdmission {
     // Every dispatch hands places to the waiters that fit, so while `cn` has room and no
     // dispatch is pending, nobody who could run is waiting: those in the queue wait for CNs
     // at their bound.
-    if (this.hasRoom(cn) && !this.dispatchPending && !this.resumeHead && this.grantedThisTurn < GRANTS_PER_TURN) {
+    if (this.hasRoom(cn) && !this.dispatchPending && !this.resumeHead && this.grantedThisTurn < this.grantsPerTurn()) {
       return Promise.resolve(this.take(cn));
     }
     if (this.queued >= this.limits.maxQueued) return Promise.reject(this.refusal(0));
@@ -156,6 +170,10 @@ export class TaskAdmission {
       }
       w = next;
     }
+  }
+
+  private grantsPerTurn(): number {
+    return this.heartbeatsLate() ? GRANTS_PER_TURN_HEARTBEATS_LATE : GRANTS_PER_TURN;
   }
 
   private hasRoom(cn: string): boolean {
@@ -239,9 +257,10 @@ export class TaskAdmission {
    */
   private dispatch(): void {
     let granted = 0;
+    const grants = this.grantsPerTurn();
     // Tasks in flight coming back from a wait first, one slice per turn like the rest.
     while (this.resumeHead && this.inFlight < this.limits.maxInFlight) {
-      if (granted === GRANTS_PER_TURN) {
+      if (granted >= grants) {
         this.scheduleDispatch(true);
         return;
       }
@@ -253,7 +272,7 @@ export class TaskAdmission {
     }
     if (this.resumeHead) return;
     for (let w = this.head; w && this.inFlight < this.limits.maxInFlight; ) {
-      if (granted === GRANTS_PER_TURN) {
+      if (granted >= grants) {
         this.scheduleDispatch();
         return;
       }

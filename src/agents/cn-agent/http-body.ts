@@ -39,6 +39,10 @@ export function readJsonObjectBody(req: http.IncomingMessage, maxBytes: number):
     req.on('end', () => {
       if (failed) return;
       const text = Buffer.concat(chunks).toString('utf8');
+      // The request lives as long as its task (CNAPI holds the connection open till the end):
+      // its listeners would keep the raw body in memory beside the parsed one.
+      chunks.length = 0;
+      req.removeListener('data', onData);
       if (text.trim().length === 0) {
         resolve({});
         return;

@@ -91,6 +91,11 @@ export const DESCRIPTORS_KEPT_ASIDE = 4096;
 const CONNECTIONS_PER_TURN = 64;
 /** Requests whose handling starts per turn of the event loop (see createRestifyServer). */
 const REQUESTS_PER_TURN = 64;
+/**
+ * Heartbeats this late (a hot job overdue) start fewer tasks per turn (admission.ts): a CN's
+ * gap CNAPI sees is 5 s plus its lateness, and CNAPI's budget for it is 6 s.
+ */
+const HEARTBEATS_LATE_MS = 100;
 
 export class CnAgentServer {
   readonly runner: TaskRunner;
@@ -150,7 +155,8 @@ export class CnAgentServer {
       { maxPerGroup: perCnShare(maxConnections), ...opts.connectionLimits, maxConnections },
       { onCap: (report) => this.log.warn({ connections: report }, capMessage("the CNs' cn-agent sockets", report)) },
     );
-    this.admission = new TaskAdmission(opts.admissionLimits);
+    const scheduler = opts.env.scheduler;
+    this.admission = new TaskAdmission(opts.admissionLimits, scheduler ? () => scheduler.hotLate(HEARTBEATS_LATE_MS) : undefined);
     const { maxQueued, maxInFlight } = this.admission.limits;
     if (this.connections.limits.maxConnections < maxQueued + maxInFlight) {
       this.log.warn(
