@@ -17,7 +17,7 @@
 import type { JsonHttpClient } from '../common/http-client.js';
 import type { Logger } from '../common/log.js';
 import { adminNicOf } from '../mockcn/sysinfo-file.js';
-import { cameUp, markOff } from '../mockcn/power-cycle.js';
+import { cameUp, markOff, type AutobootPace } from '../mockcn/power-cycle.js';
 import type { BootCause, MockCn, PowerOnOptions } from '../mockcn/types.js';
 import { doublingDelay } from '../runtime/backoff.js';
 import type { Scheduler } from '../runtime/scheduler.js';
@@ -42,6 +42,8 @@ export interface BootServiceOptions {
    * model fills (issue 26). The daemon gives its --boot-seconds for a reboot or a power loss.
    */
   kernelMs(cause: BootCause, cn: MockCn): number;
+  /** The time between starting two of the CN's autoboot VMs once it is up (a fresh draw each call); absent: all at once. */
+  autobootGapMs?(cn: MockCn): number;
 }
 
 export class BootService {
@@ -128,7 +130,7 @@ export class BootService {
     if (record.path === 'direct') {
       await wait(scheduler, kernelMs, signal);
       record.phase = 'registering';
-      await cameUp(cn, log);
+      await cameUp(cn, log, undefined, this.autobootPace(cn, signal));
       this.up(record);
       return;
     }
@@ -152,9 +154,15 @@ export class BootService {
     record.phase = 'kernel';
     await wait(scheduler, kernelMs, signal);
     record.phase = 'registering';
-    await cameUp(cn, log, { platform: file.platform, kernelArgs: file.kernelArgs, mac, ip: lease.ip });
+    await cameUp(cn, log, { platform: file.platform, kernelArgs: file.kernelArgs, mac, ip: lease.ip }, this.autobootPace(cn, signal));
     this.up(record);
     log.debug({ server: cn.uuid, ip: lease.ip, platform: file.platform, cause }, 'server booted from booter');
+  }
+
+  /** Autoboot VMs started at the timing's pace, as the zones service starts them one after another. */
+  private autobootPace(cn: MockCn, signal: AbortSignal): AutobootPace {
+    const gapOf = this.o.autobootGapMs;
+    return { wait: (ms) => wait(this.o.scheduler, ms, signal), ...(gapOf ? { autobootGapMs: () => gapOf(cn) } : {}) };
   }
 
   private up(record: BootRecord): void {

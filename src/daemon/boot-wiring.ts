@@ -3,7 +3,7 @@
  * one, the dev headnode's, or none), the boot service built on it, a new CN's first boot, and
  * what `mockcloud status` and `mockcloud boot-report` (GET /boots) show of the boots.
  */
-import { bootTimingOf } from '../mockcn/power-cycle.js';
+import { autobootGapMs, bootTimingOf } from '../mockcn/power-cycle.js';
 import type { Timing } from '../timing/timing.js';
 import { BootService } from '../boot/boot-service.js';
 import { bootView, summarize, type BootRecord } from '../boot/records.js';
@@ -63,6 +63,7 @@ export async function startBootService(o: {
     ...(relay && booterHttpUrl ? { booterHttpUrl } : {}),
     ...(config.urls.cnapi ? { cnapiUrl: config.urls.cnapi } : {}),
     kernelMs: (cause, cn) => (FULL_BOOTS.includes(cause) ? bootTimingOf(cn, o.timing, config.bootSeconds).bootMs : 0),
+    autobootGapMs: (cn) => autobootGapMs(cn, o.timing),
   });
   return { service, relay };
 }

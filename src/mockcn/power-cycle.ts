@@ -63,7 +63,12 @@ export function bootTimingOf(
   const where = { server: cn.uuid };
   const bootMs =
     bootSeconds !== undefined ? bootSeconds * 1000 : timing ? timing.ms('cn.boot', where) : INSTANT_BOOT_SECONDS * 1000;
-  return { bootMs, autobootGapMs: () => timing?.ms('cn.autoboot_gap', where) ?? 0 };
+  return { bootMs, autobootGapMs: () => autobootGapMs(cn, timing) };
+}
+
+/** One draw of the time between starting two of `cn`'s autoboot VMs (the timing's `cn.autoboot_gap`). */
+export function autobootGapMs(cn: Pick<MockCn, 'uuid'>, timing: Timing | undefined): number {
+  return timing?.ms('cn.autoboot_gap', { server: cn.uuid }) ?? 0;
 }
 
 /**
@@ -181,10 +186,10 @@ export async function isMarkedOff(cn: Pick<MockCn, 'paths'>): Promise<boolean> {
  * args, admin address), the CN up (it registers anew), its autoboot VMs started, the marker
  * gone.
  */
-export async function cameUp(cn: MockCn, log: PowerCycleLog, booted?: BootedOs): Promise<void> {
+export async function cameUp(cn: MockCn, log: PowerCycleLog, booted?: BootedOs, pace?: AutobootPace): Promise<void> {
   await boot(cn, log, booted);
   await cn.setPower('up');
-  await startAutobootVms(cn, { log });
+  await startAutobootVms(cn, { log, ...pace });
   await fsp.rm(markerOf(cn), { force: true });
 }
 
@@ -202,8 +207,11 @@ async function haltRunningVms(cn: MockCn, log: PowerCycleLog): Promise<void> {
   await Promise.all(running.map((vm) => cn.vms.halt(vm.uuid).catch((err: unknown) => failed(log, cn, vm, 'halt', err))));
 }
 
+/** The pace of a CN's autoboot VMs as it comes up: the wait, and the gap between two starts. */
+export type AutobootPace = Pick<RebootOptions, 'wait' | 'autobootGapMs'>;
+
 /** The autoboot VMs in creation order, each started a gap after the one before, booting side by side. */
-async function startAutobootVms(cn: MockCn, opts: { log: PowerCycleLog; wait?: RebootOptions['wait']; autobootGapMs?: (() => number) | undefined }): Promise<void> {
+async function startAutobootVms(cn: MockCn, opts: { log: PowerCycleLog } & Partial<AutobootPace>): Promise<void> {
   const due = cn.vms
     .list({ include_dni: true })
     .filter((vm) => vm.autoboot === true && vm.state === 'stopped')

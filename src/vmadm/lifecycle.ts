@@ -223,32 +223,27 @@ export function killSteps(signo: number): Step[] {
 }
 
 /**
- * reprovision: provisioning (zone_state = old state), the zone halted, the new image, the
- * zone booted, then running. VM.js reprovision stops the VM and installs the new image
+ * reprovision (smartos-live src/vm/node_modules/VM.js exports.reprovision): a running VM is
+ * stopped first (VM.stop: shutting_down, the zone down, stopped), then the provisioning
+ * transition is set (state provisioning, the zone installed), the new image installed, the
+ * zone readied and booted, and once its provisioning is done it is running. VM.js installs
  * with autoboot, so the VM always ends running (and autoboot true), whatever it was before.
  */
 export function reprovisionSteps(prevState: string, imageUuid: string, vm0: Stored = {}, pace: Pace = noPace): PlanItem[] {
-  const steps: PlanItem[] = [
-    (vm) => {
-      vm.state = 'provisioning';
-      vm.zone_state = prevState;
-    },
-  ];
+  const steps: PlanItem[] = [];
   if (prevState === 'running') {
-    steps.push(...pause(Math.min(pace('shutdown'), stopTimeoutMs(vm0, undefined)) + pace('halt')));
-    steps.push((vm, now) => {
-      vm.state = 'provisioning';
-      vm.zone_state = 'stopped';
-      delete vm.boot_timestamp;
-      vm.exit_status = 0;
-      vm.exit_timestamp = now.toISOString();
-    });
+    const down = timedShutdown(vm0, pace, undefined);
+    steps.push(...(down.length ? down : [shuttingDownStep]), haltStep);
   }
+  steps.push((vm) => {
+    vm.state = 'provisioning';
+    vm.zone_state = 'installed';
+  });
   steps.push(...pause(pace('install')));
   steps.push((vm) => {
     vm.image_uuid = imageUuid;
   });
-  steps.push(...pause(pace('boot')));
+  steps.push(...timedBoot(pace).map((item) => (isPause(item) ? item : provisioningReady)));
   steps.push((vm, now) => {
     vm.zone_state = 'running';
     vm.boot_timestamp = now.toISOString();
@@ -261,6 +256,12 @@ export function reprovisionSteps(prevState: string, imageUuid: string, vm0: Stor
   });
   return steps;
 }
+
+/** The zone readied for its boot while the provisioning transition holds the VM's state. */
+const provisioningReady: Step = (vm) => {
+  vm.state = 'provisioning';
+  vm.zone_state = 'ready';
+};
 
 /** VM.js reprovision's refusals, with its messages. */
 export function checkReprovisionable(vm: Stored): void {

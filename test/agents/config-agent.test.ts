@@ -93,6 +93,9 @@ describe('config-agent on every mock CN', () => {
   });
 
   it('asks again with If-None-Match: SAPI answers 304 and no file is rewritten', async () => {
+    // A file is visible at its rename and counted once its durable write returns: on a busy host
+    // the first round's last counts can land after the test above saw every file.
+    await waitFor('the first round counted', () => agent.stats().filesWritten >= cns.length * SERVED.length, 10_000);
     const written = agent.stats().filesWritten;
     const mtime = (await stat(cnFile(cns[0]!, 'cn-agent'))).mtimeMs;
     const before = sapiService.stats().configsNotModified!;

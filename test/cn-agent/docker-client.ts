@@ -114,6 +114,8 @@ export async function runBuildClient(
   context: Buffer | undefined,
   answer: (event: any) => { result?: unknown; error?: string } | Promise<{ result?: unknown; error?: string }>,
   timeoutMs = 20_000,
+  /** Told of every build event as it arrives (a test timing them). */
+  onEvent?: (event: any) => void,
 ): Promise<{ contextReply: any[]; events: any[] }> {
   let contextReply: any[] = [];
   if (context) {
@@ -132,6 +134,7 @@ export async function runBuildClient(
     readline.createInterface({ input: bs }).on('line', (line) => {
       const event = JSON.parse(line);
       events.push(event);
+      onEvent?.(event);
       if (['find_cached_image', 'image_reprovision', 'image_create', 'run', 'build_finished', 'commit_finished'].includes(event.type)) {
         void Promise.resolve(answer(event)).then((a) => {
           const response: Record<string, unknown> = { messageId: event.messageId, type: 'callback' };

@@ -28,6 +28,7 @@ import { resolveConfig } from '../../src/daemon/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { noMdata } from '../../src/daemon/mdata.js';
 import { waitFor } from '../daemon/helpers/fakes.js';
+import { at, drawsOf } from './history.js';
 
 const log = createQuietLogger('timing-dev-dc-test');
 const ADMIN = '930896af-bf8c-48d4-885c-6573a94b1853';
@@ -101,18 +102,6 @@ function postTask(daemon: Daemon, server: string, task: string, params: Obj): Pr
   const a = daemon.fleet.get(server)!.agentAddress!;
   return http('POST', `http://${a.ip}:${a.port}/tasks`, { task, params }, { 'x-server-uuid': server, 'x-request-id': randomUUID() });
 }
-
-/** The draws a task's log names ("timing <profile>: <phase> takes <n> ms"), by phase. */
-function drawsOf(entry: Obj): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const l of entry.log as Obj[]) {
-    const m = /^timing \S+: (\S+) takes (\d+) ms$/.exec(String(l.message[0]));
-    if (m) out.set(m[1]!, Number(m[2]));
-  }
-  return out;
-}
-
-const at = (entry: Obj, name: string): number => Date.parse((entry.messages as Obj[]).find((m) => m.name === name)!.timestamp);
 
 describe('the dev DC on a timing profile', () => {
   let dataDir: string;

@@ -118,18 +118,19 @@ describe('kill', () => {
 });
 
 describe('reprovision', () => {
-  it('a running VM: provisioning dance, new image, running again with a new boot', async () => {
+  it('a running VM: stopped first (VM.stop), then provisioning with the new image, running again with a new boot', async () => {
     const image = newUuid();
     const rec = recordEvents(fx.store);
     const out = await fx.store.reprovision(vm.uuid, { image_uuid: image });
     expect(states(rec.events)).toEqual([
-      'provisioning/running',
-      'provisioning/stopped',
-      'provisioning/stopped',
+      'shutting_down/shutting_down',
+      'stopped/stopped',
+      'provisioning/installed',
+      'provisioning/installed',
       'provisioning/running',
       'running/running',
     ]);
-    expect(rec.events[2]!.changes!.map((c) => c.prettyPath)).toContain('image_uuid');
+    expect(rec.events[3]!.changes!.map((c) => c.prettyPath)).toContain('image_uuid');
     expect(out).toMatchObject({ state: 'running', image_uuid: image });
     expect(out.boot_timestamp).not.toBe(vm.boot_timestamp);
     expect(await fx.readFile(vm.uuid)).not.toHaveProperty('zone_state');
@@ -140,7 +141,7 @@ describe('reprovision', () => {
     const image = newUuid();
     const rec = recordEvents(fx.store);
     const out = await fx.store.reprovision(vm.uuid, { image_uuid: image });
-    expect(states(rec.events)).toEqual(['provisioning/stopped', 'provisioning/stopped', 'provisioning/running', 'running/running']);
+    expect(states(rec.events)).toEqual(['provisioning/installed', 'provisioning/installed', 'provisioning/running', 'running/running']);
     expect(out).toMatchObject({ state: 'running', autoboot: true, image_uuid: image });
     await expect(fx.store.reprovision(vm.uuid, { image_uuid: 'nope' })).rejects.toMatchObject({ code: 'ValidationFailed' });
   });

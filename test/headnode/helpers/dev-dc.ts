@@ -32,6 +32,9 @@ export interface DevDc {
 export interface DevDcOptions {
   /** The dev CNAPI's heartbeat reconciler (short, to see `unknown` within a test). */
   heartbeat?: { periodMs?: number; lifetimeMs?: number };
+  /** A timing file's text: the daemon runs on it (`--timing`), seeded by `seed`. */
+  timingYaml?: string;
+  seed?: string;
 }
 
 /**
@@ -53,6 +56,8 @@ export async function openDevDc(cnCount: number, opts: DevDcOptions = {}): Promi
   try {
     const urls = await headnode.start();
     await fsp.writeFile(path.join(dataDir, 'config.json'), JSON.stringify({ timings: TIMINGS }));
+    const timingFile = path.join(dataDir, 'timing.yaml');
+    if (opts.timingYaml !== undefined) await fsp.writeFile(timingFile, opts.timingYaml);
     const config = await resolveConfig({
       flags: {
         dataDir,
@@ -63,6 +68,8 @@ export async function openDevDc(cnCount: number, opts: DevDcOptions = {}): Promi
         bindIp: '127.0.0.1',
         datacenterName: 'coal',
         cmonPort: 0,
+        ...(opts.timingYaml !== undefined ? { timing: timingFile } : {}),
+        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
       },
       env: {},
       mdata: noMdata,
