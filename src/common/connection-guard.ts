@@ -18,8 +18,9 @@
  *            connection was upgraded to a websocket: no deadline, never shed.
  *
  * At a cap a new connection is not refused while an idle or kept one can make room: the
- * oldest silent connection is shed first, then the oldest idle one (a client that has not sent
- * a full request), then the oldest kept-alive one. Only when every open connection is busy is the newcomer closed. So a
+ * oldest silent connection is shed first, then the oldest kept-alive one, then the oldest idle
+ * one (it sent bytes: maybe a whole request waiting to be handed over); never one whose body is
+ * arriving (its deadline ends it). Only when none is left to shed is the newcomer closed. So a
  * flood of idle sockets, however often it reconnects, sheds itself: a prompt client's
  * connection is the newest, and its request is in before the flood reaches it.
  *
@@ -60,10 +61,13 @@ export interface ConnectionLimits {
   maxPerGroup: number;
 }
 
-/** Node's keep-alive default (5 s); headers and body as generous as Node's own defaults allow. */
+/**
+ * Node's keep-alive default (5 s); headers within 30 s; a body within Node's requestTimeout
+ * (300 s): an image file upload (IMGAPI AddImageFile) takes minutes.
+ */
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   headersTimeoutMs: 30_000,
-  bodyTimeoutMs: 60_000,
+  bodyTimeoutMs: 300_000,
   idleTimeoutMs: 5_000,
   // Above the task queue's bound and the tasks in flight (admission.ts: 4096 + 128), so a burst
   // of tasks is queued or refused with a 503, never cut; and at 10,000 CNs (10,000 listening
@@ -258,8 +262,8 @@ export class ConnectionGuard {
 
   /**
    * A new cap (the owner sizes it to the descriptors it can spare, which change as its
-   * listening sockets come and go). Connections over a lowered cap are shed at once, oldest
-   * idle first, as far as idle and kept-alive ones go.
+   * listening sockets come and go). Connections over a lowered cap are shed at once, in the
+   * order a cap sheds them (see the top), as far as silent, kept-alive and idle ones go.
    */
   setMaxConnections(n: number, maxPerGroup?: number): void {
     const l = this.limits;
@@ -267,7 +271,7 @@ export class ConnectionGuard {
     if (this.derivedReserve) l.reserve = derivedReserve(l.maxConnections);
     l.reserve = Math.max(0, Math.min(l.reserve, l.maxConnections - 1));
     if (maxPerGroup !== undefined) l.maxPerGroup = maxPerGroup;
-    while (this.sockets.size > l.maxConnections && this.shedOne([this.silent, this.idle, this.kept]));
+    while (this.sockets.size > l.maxConnections && this.shedOne([this.silent, this.kept, this.idle]));
   }
 
   stats(): ConnectionGuardStats {
@@ -303,13 +307,13 @@ export class ConnectionGuard {
       if (!g) this.groups.set(group, (g = { key: group, count: 0, silent: new Fifo(), idle: new Fifo(), kept: new Fifo() }));
       if (g.count >= l.maxPerGroup) {
         this.sinceWarn.groups.add(group);
-        if (!this.shedOne([g.silent, g.idle, g.kept])) return this.refuse(sock, g);
+        if (!this.shedOne([g.silent, g.kept, g.idle])) return this.refuse(sock, g);
       }
     }
     if (this.idle.size + this.silent.size >= l.maxConnections - l.reserve) {
       if (!this.shedOne([this.silent, this.idle]) && this.sockets.size >= l.maxConnections) return this.refuse(sock, g);
     }
-    if (this.sockets.size >= l.maxConnections && !this.shedOne([this.silent, this.idle, this.kept])) return this.refuse(sock, g);
+    if (this.sockets.size >= l.maxConnections && !this.shedOne([this.silent, this.kept, this.idle])) return this.refuse(sock, g);
     const phase: Phase = opts.silent ? 'silent' : 'idle';
     const t = { sock, phase, deadline: Date.now() + l.headersTimeoutMs, group: g } as Tracked;
     t.link = new Link(t);
@@ -368,6 +372,8 @@ export class ConnectionGuard {
           this.enter(sock, 'busy', 0);
           continue;
         }
+        // Its headers are in and its body is arriving (an upload): the body deadline ends it.
+        if (t.req) continue;
         if (t.phase === 'kept') {
           this.counters.shedKept++;
           this.sinceWarn.shedKept++;

@@ -113,6 +113,12 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
  * waiting for one). Idle, a few are open: a connection opens only when every open one is busy.
  */
 const HOT_SOCKETS = 512;
+/**
+ * Idle hot-lane connections kept after a burst (Node keeps 256 by default). Each sits on a slot
+ * of CNAPI's connection cap until its keep-alive ends (65 s); near the cap CNAPI sheds kept
+ * connections, and a heartbeat POST on one shed is lost (a POST is not sent again).
+ */
+const HOT_IDLE_SOCKETS = 32;
 
 /**
  * Background requests in flight while other requests wait for a connection. A peer that falls
@@ -144,7 +150,12 @@ export class JsonHttpClient {
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
-    this.hotAgent = new http.Agent({ keepAlive: true, maxSockets: opts.hotSockets ?? HOT_SOCKETS, scheduling: 'fifo' });
+    this.hotAgent = new http.Agent({
+      keepAlive: true,
+      maxSockets: opts.hotSockets ?? HOT_SOCKETS,
+      maxFreeSockets: HOT_IDLE_SOCKETS,
+      scheduling: 'fifo',
+    });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
     this.maxResponseBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;

@@ -160,6 +160,28 @@ describe('JsonHttpClient lanes under load', () => {
     }
   });
 
+  // Idle keep-alive connections hold slots of CNAPI's connection cap until its keep-alive ends.
+  it('keeps few idle hot-lane connections after a burst of heartbeats', async () => {
+    const [cnapi] = peers;
+    const client = new JsonHttpClient();
+    try {
+      const beats = Array.from({ length: 80 }, (_, i) => client.request({ method: 'POST', url: `${cnapi!.base}/hold/${i}`, body: {}, hot: true }));
+      await until(() => cnapi!.held.length === 80, 'the burst on 80 connections');
+      cnapi!.held.splice(0).forEach(answer);
+      expect(await Promise.all(beats)).toHaveLength(80);
+      const open = () => new Promise<number>((r) => cnapi!.server.getConnections((_e, n) => r(n)));
+      let n = await open();
+      for (let i = 0; i < 200 && n > 32; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        n = await open();
+      }
+      expect(n).toBeLessThanOrEqual(32);
+      expect(n).toBeGreaterThan(0); // still kept alive for the next heartbeats
+    } finally {
+      client.close();
+    }
+  });
+
   it('holds background syncs back while other requests wait for a connection, and lets them go after', async () => {
     const [cnapi, vmapi] = peers;
     const client = new JsonHttpClient({ maxSockets: 8, backgroundInFlight: 10 });

@@ -112,7 +112,9 @@ describe('CNAPI reporter', () => {
     const cns = Array.from({ length: 5 }, (_, i) => makeCn(43000 + i).cn);
     for (const cn of cns) reporter.attach(cn);
     const beats = () => cnapi.find('POST', /\/events\/heartbeat$/).length;
-    await waitFor(() => beats() === cns.length, 30_000, 'first heartbeats');
+    // Answered (the next one scheduled), not only seen by CNAPI.
+    await waitFor(() => cns.every((cn) => reporter.lastHeartbeatAt(cn.uuid)), 30_000, 'first heartbeats');
+    expect(beats()).toBe(cns.length);
     expect(reporter.sendHeartbeatsAhead(1000).sent).toBe(0);
     const sentAt = Date.now();
     const ahead = reporter.sendHeartbeatsAhead(61_000);
@@ -360,23 +362,25 @@ describe('CNAPI reporter', () => {
     expect(warned).toEqual([[{ error: refreshed.postError!.message }, 'posting agents to cnapi']]);
   });
 
-  it('sends one request at a time per CN: a task\'s agents POST waits for the sysinfo registration under way', async () => {
+  it('sends one write at a time per CN: a task\'s agents POST waits for the sysinfo registration under way', async () => {
     // CNAPI keeps sysinfo, agents and status in the server's one Moray object, written with an
     // etag: two writes of one CN at once make one lose the etag race (a 500). This CNAPI is
-    // slow to answer and notes every overlap of two requests of the same server.
+    // slow to answer and notes every overlap of two writes of the same server (a heartbeat is
+    // no write: CNAPI keeps it in memory, sdc-cnapi lib/endpoints/servers.js).
     const overlaps: string[] = [];
     const order: string[] = [];
     const inFlight = new Map<string, string>();
     const slow = nodeHttp.createServer((req, res) => {
       const server = /^\/servers\/([^/]+)/.exec(req.url ?? '')?.[1] ?? '';
       const what = `${req.method} ${req.url}`;
+      const write = !what.endsWith('/heartbeat');
       const other = inFlight.get(server);
-      if (other) overlaps.push(`${what} while ${other}`);
-      inFlight.set(server, what);
+      if (write && other) overlaps.push(`${what} while ${other}`);
+      if (write) inFlight.set(server, what);
       order.push(what);
       req.resume();
       setTimeout(() => {
-        inFlight.delete(server);
+        if (write) inFlight.delete(server);
         res.writeHead(/heartbeat|status/.test(what) ? 204 : 200, { 'content-length': '0' });
         res.end();
       }, 40);
@@ -396,7 +400,7 @@ describe('CNAPI reporter', () => {
       reporter.sysinfoChanged(cn);
       await reporter.postAgents(cn, cn.agents);
       await waitFor(() => order.filter((o) => o === `POST /servers/${cn.uuid}/sysinfo`).length === 2, 10_000, 'second registration');
-      // Heartbeats and status reports keep flowing meanwhile, never two at once either.
+      // Heartbeats and status reports keep flowing meanwhile, never two writes at once either.
       const beats = order.filter((o) => o.endsWith('/heartbeat')).length;
       await waitFor(() => order.filter((o) => o.endsWith('/heartbeat')).length >= beats + 2, 10_000, 'heartbeats');
       expect(order.filter((o) => o === `POST /servers/${cn.uuid}`)).toHaveLength(2);
@@ -406,5 +410,130 @@ describe('CNAPI reporter', () => {
       slow.closeAllConnections();
       await new Promise<void>((resolve) => slow.close(() => resolve()));
     }
+  });
+
+  // What a removal does (fleet.remove, then DELETE /servers/<uuid> in CNAPI) while CNAPI is slow:
+  // an agents task had posted agents and changed sysinfo behind the CN's heartbeat. A sysinfo
+  // registration that lands after the DELETE makes the server anew (sdc-cnapi
+  // ServerSysinfoRegister creates an unknown server), so nothing may go once detach resolved.
+  it('keeps a removed CN out of CNAPI: what it had queued behind a slow heartbeat is not sent after detach', async () => {
+    const { cn } = makeCn();
+    startReporter({ ...FAST, requestTimeoutMs: 30_000 });
+    cn.hooks = reporter;
+    reporter.attach(cn);
+    const mine = (r: { path: string }) => r.path.startsWith(`/servers/${cn.uuid}`);
+    const isBeat = (r: { path: string }) => r.path.endsWith('/events/heartbeat');
+    await waitFor(() => cn.registered && cnapi.requests.some((r) => mine(r) && isBeat(r)), 10_000, 'registered and heartbeating');
+    cnapi.holdIf = mine;
+    await waitFor(() => cnapi.parked.some((p) => isBeat(p.rec)), 10_000, 'a heartbeat held at CNAPI');
+    // The agents task: "SDC Agents" changes (a registration is due) and the agents are posted.
+    cn.sysinfo = { ...cn.sysinfo, 'SDC Agents': [] };
+    reporter.sysinfoChanged(cn);
+    const agentsPosted = reporter.postAgents(cn, cn.agents).then(
+      () => 'posted',
+      (err: Error) => err.message,
+    );
+    cnapi.release(isBeat);
+    await waitFor(() => cnapi.parked.some((p) => !isBeat(p.rec)), 10_000, 'a write of the CN held at CNAPI');
+
+    const detached = reporter.detach(cn.uuid);
+    cnapi.holdIf = undefined;
+    cnapi.release();
+    await detached;
+    const after = cnapi.requests.length;
+    cnapi.servers.delete(cn.uuid); // the removal's DELETE /servers/<uuid>
+    await agentsPosted;
+    await new Promise((r) => setTimeout(r, 4 * FAST.heartbeatIntervalMs!));
+    expect(cnapi.requests.slice(after).map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    expect(cnapi.servers.has(cn.uuid)).toBe(false);
+  });
+
+  // The mock's status reports share the fleet's connections and may wait seconds for one; a real
+  // CN's go at once. A heartbeat behind them would miss CNAPI's 11 s window (heartbeat_reconciler).
+  it('keeps heartbeats on time while the CN\'s status report hangs at CNAPI', async () => {
+    const late: number[] = [];
+    reporter = new CnapiReporter({
+      log: createQuietLogger(),
+      scheduler,
+      http,
+      cnapiUrl: cnapi.url,
+      timings: { ...FAST, heartbeatIntervalMs: 250, requestTimeoutMs: 30_000 },
+      onHeartbeatLate: (ms) => late.push(ms),
+    });
+    reporter.start();
+    const { cn } = makeCn();
+    const isStatus = (r: { path: string }) => r.path.endsWith('/events/status');
+    cnapi.holdIf = isStatus;
+    reporter.attach(cn);
+    await waitFor(() => cnapi.parked.some((p) => isStatus(p.rec)), 10_000, 'a status report held at CNAPI');
+    const heldAt = Date.now();
+    const lateBefore = late.length;
+    const beats = () => cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`)).length;
+    const before = beats();
+    await waitFor(() => beats() >= before + 6, 10_000, 'heartbeats while the status report hangs');
+    expect(cnapi.parked.filter((p) => isStatus(p.rec))).toHaveLength(1);
+    // Lateness is taken as each heartbeat leaves: none of them waited for the status report.
+    const lateDuring = late.slice(lateBefore);
+    expect(lateDuring.length).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...lateDuring)).toBeLessThan((Date.now() - heldAt) / 2);
+  });
+
+  // A hook or the log that throws on a failed request must not stop the CN's reporting or
+  // crash the process with an unhandled rejection.
+  it('goes on reporting after the error hook throws on a refused status report', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      let thrown = 0;
+      reporter = new CnapiReporter({
+        log: createQuietLogger(),
+        scheduler,
+        http,
+        cnapiUrl: cnapi.url,
+        timings: FAST,
+        onError: () => {
+          thrown++;
+          throw new Error('a broken error counter');
+        },
+      });
+      reporter.start();
+      const { cn, store } = makeCn();
+      const statusPath = new RegExp(`^/servers/${cn.uuid}/events/status$`);
+      cnapi.failNext(statusPath, { status: 500, body: { code: 'InternalError', message: 'moray down' } }, 1, 'POST');
+      reporter.attach(cn);
+      await waitFor(() => thrown === 1, 10_000, 'the refused status report');
+      const statuses = cnapi.find('POST', statusPath).length;
+      store.put(fakeVm(newUuid()));
+      reporter.statusDirty(cn);
+      await waitFor(() => cnapi.find('POST', statusPath).length > statuses, 10_000, 'the next status report');
+      await expect(reporter.postAgents(cn, cn.agents)).resolves.toBeUndefined();
+      await new Promise((r) => setImmediate(r));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
+  // A CN whose sysinfo CNAPI keeps refusing holds its heartbeats (as the real queue does): a
+  // heartbeat sent ahead for it would be answered only when CNAPI accepts the registration.
+  it('sends no heartbeat ahead for a CN retrying its registration, and never waits for one', async () => {
+    startReporter({ ...FAST, heartbeatIntervalMs: 60_000, requestTimeoutMs: 30_000 });
+    const [a, b] = [makeCn(44001).cn, makeCn(44002).cn];
+    for (const cn of [a, b]) reporter.attach(cn);
+    await waitFor(() => reporter.lastHeartbeatAt(a!.uuid) && reporter.lastHeartbeatAt(b!.uuid), 30_000, 'first heartbeats');
+    const sysinfoOfA = new RegExp(`^/servers/${a!.uuid}/sysinfo$`);
+    cnapi.failNext(sysinfoOfA, { status: 500, body: { code: 'InternalError', message: 'moray down' } }, 1000, 'POST');
+    reporter.sysinfoChanged(a!);
+    await waitFor(() => cnapi.find('POST', sysinfoOfA).length >= 3, 10_000, 'registration retries');
+    const bounded = (p: Promise<void>) => Promise.race([p.then(() => 'answered'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))]);
+    const first = reporter.sendHeartbeatsAhead(61_000);
+    expect(first.sent).toBe(1);
+    expect(await bounded(first.answered)).toBe('answered');
+    // The one sent for b is answered; nothing is left for a later call to wait for.
+    const second = reporter.sendHeartbeatsAhead(1000);
+    expect(second.sent).toBe(0);
+    expect(await bounded(second.answered)).toBe('answered');
+    cnapi.clearFailures();
   });
 });

@@ -46,6 +46,9 @@ export class RecordingTriton {
   private readonly held: http.ServerResponse[] = [];
   /** Record requests but never answer them (a CNAPI that accepts connections and hangs). */
   hang = false;
+  /** Requests this matches are recorded and then held unanswered (in `parked`) until `release`. */
+  holdIf: ((r: RecordedRequest) => boolean) | undefined;
+  readonly parked: { rec: RecordedRequest; res: http.ServerResponse }[] = [];
   url = '';
 
   async start(): Promise<this> {
@@ -66,6 +69,10 @@ export class RecordingTriton {
         this.requests.push(rec);
         if (this.hang) {
           this.held.push(res);
+          return;
+        }
+        if (this.holdIf?.(rec)) {
+          this.parked.push({ rec, res });
           return;
         }
         const delay = this.delays.find((d) => d.remaining > 0 && d.match.test(rec.path) && (!d.method || d.method === rec.method));
@@ -107,6 +114,7 @@ export class RecordingTriton {
     this.server = undefined;
     if (!s) return;
     for (const res of this.held.splice(0)) res.destroy();
+    for (const { res } of this.parked.splice(0)) res.destroy();
     s.closeAllConnections();
     await new Promise<void>((resolve) => s.close(() => resolve()));
   }
@@ -119,6 +127,14 @@ export class RecordingTriton {
   /** The next `times` requests matching `path` (and `method`) are done, and answered, `ms` late. */
   delayNext(path: RegExp, ms: number, times = 1, method?: string): void {
     this.delays.push({ match: path, ms, remaining: times, ...(method ? { method } : {}) });
+  }
+
+  /** Answer the held requests `which` matches (all by default), in the order they came. */
+  release(which: (r: RecordedRequest) => boolean = () => true): void {
+    for (const p of this.parked.filter((x) => which(x.rec))) {
+      this.parked.splice(this.parked.indexOf(p), 1);
+      this.answer(p.rec, p.res);
+    }
   }
 
   /** Drop the injected failures not used yet. */

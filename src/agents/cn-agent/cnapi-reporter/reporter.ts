@@ -20,11 +20,21 @@
  * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
  * reports waiting for a connection). No timer, socket or client per CN.
  *
- * One write at a time per CN: every request of a CN (the queue's, the agents POST of the agents
- * tasks, the last status of a shutdown) waits for the CN's previous one to be answered. CNAPI
- * updates the server's one Moray object for sysinfo, agents and status, with an etag; two
- * writes of one CN at once make one of them lose the etag race (a 500). A real CN's writes are
- * seconds apart; the mock's agents tasks change sysinfo and post agents in the same moment.
+ * One write at a time per CN: every write of a CN (sysinfo, agents, status: the queue's, the
+ * agents POST of the agents tasks, the last status of a shutdown) waits for the CN's previous
+ * one to be answered. CNAPI updates the server's one Moray object for sysinfo, agents and
+ * status, with an etag; two writes of one CN at once make one of them lose the etag race (a
+ * 500). A real CN's writes are seconds apart; the mock's agents tasks change sysinfo and post
+ * agents in the same moment. Heartbeats are no such write (CNAPI keeps them in memory and needs
+ * no server record, sdc-cnapi lib/endpoints/servers.js): they wait only behind a registration
+ * and the agents POST that follows it, as the real queue orders them, and otherwise go at once
+ * on the hot lane. A real CN's status or agents POST takes CNAPI's answer time; the mock's may
+ * first wait seconds for one of the fleet's shared connections, and a heartbeat behind it would
+ * miss CNAPI's 11 s window.
+ *
+ * Removing a CN (detach) waits for everything it has on its way to CNAPI; what was queued
+ * behind and not sent yet is dropped, so no registration lands after the removal and brings the
+ * server back into CNAPI.
  * What CNAPI refuses is handled as the real agent does: sysinfo is retried until accepted, a
  * failed status or heartbeat waits for the next one, and the agents tasks log a refused agents
  * POST and finish (sdc-cn-agent lib/app.js, lib/backends/smartos/tasks/shared.js).
@@ -79,6 +89,15 @@ export interface ReporterCounters {
   failed: number;
 }
 
+/** The heartbeats one sendHeartbeatsAhead call sent, not answered yet, and who waits for them. */
+interface AheadBatch {
+  pending: number;
+  answered: () => void;
+}
+
+/** A POST not sent because its CN was detached (removed or down) while it waited its turn. */
+const DETACHED = 'not sent: the server is no longer reported';
+
 /** Per-CN state: small, no closures kept beyond the scheduled jobs. */
 class CnLink {
   pending = 0;
@@ -97,8 +116,12 @@ class CnLink {
   lastStatusAt = 0;
   /** When CNAPI last accepted a heartbeat of this CN (epoch ms; 0: none yet). */
   lastHeartbeatAt = 0;
-  /** Its heartbeat was sent ahead (sendHeartbeatsAhead) and is not answered yet. */
-  ahead = false;
+  /** Its heartbeat was sent ahead (sendHeartbeatsAhead) and is not answered yet: that call's batch. */
+  ahead: AheadBatch | undefined;
+  /** The kind the queue is sending (0: none). */
+  current = 0;
+  /** Its heartbeat on its way to CNAPI (never rejects): a detach waits for it. */
+  beat: Promise<void> | undefined;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -119,8 +142,6 @@ export class CnapiReporter implements MockCnHooks {
   /** The most recent failure, for `mockcloud status`: what CNAPI (or the way to it) did. */
   lastFailure: { kind: MessageKind; reason: string; at: string } | undefined;
   private readonly links = new Map<string, CnLink>();
-  /** The request of each CN in flight (one at a time per CN): a detach waits for it. */
-  private readonly inFlight = new Map<string, Promise<unknown>>();
   /** CNs attached but down (powered off or booting): no link, nothing sent. */
   private readonly down = new Set<string>();
   /** The last heartbeat of each CN that is down (kept for lastKnownHeartbeatAt; one number per CN down). */
@@ -134,9 +155,7 @@ export class CnapiReporter implements MockCnHooks {
   private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
   private readonly onFirstHeartbeat: ((cn: MockCn) => void) | undefined;
   private running = false;
-  /** Heartbeats sent ahead and not yet answered, and who waits for them. */
-  private readonly ahead = { pending: 0, waiters: [] as (() => void)[] };
-  /** Per CN, the end of its last request to CNAPI while one is under way (one write at a time). */
+  /** Per CN, the end of its last write to CNAPI while one is under way (one write at a time). */
   private readonly writes = new Map<string, Promise<unknown>>();
 
   constructor(opts: CnapiReporterOptions) {
@@ -187,28 +206,31 @@ export class CnapiReporter implements MockCnHooks {
    * CNs detached).
    */
   sendHeartbeatsAhead(withinMs: number): { sent: number; answered: Promise<void> } {
-    let sent = 0;
+    // Each call waits for its own heartbeats only: nothing is kept for a caller that stopped
+    // waiting, and a heartbeat that cannot go now does not hold later calls.
+    const batch: AheadBatch = { pending: 0, answered: () => undefined };
     if (this.running) {
       const limit = schedulerNow() + withinMs;
       for (const link of this.links.values()) {
         const job = link.heartbeatJob;
-        if (!job || job.cancelled || job.due > limit || link.ahead) continue;
+        // A heartbeat behind a registration goes when CNAPI accepts it, maybe minutes from now.
+        if (!job || job.cancelled || job.due > limit || link.ahead || this.waitsForQueue(link)) continue;
         this.scheduler.cancel(job);
-        link.ahead = true;
-        this.ahead.pending++;
+        link.ahead = batch;
+        batch.pending++;
         link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link), HOT);
-        sent++;
       }
     }
-    const answered = this.ahead.pending === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.ahead.waiters.push(resolve));
+    const sent = batch.pending;
+    const answered = sent === 0 ? Promise.resolve() : new Promise<void>((resolve) => (batch.answered = resolve));
     return { sent, answered };
   }
 
   private aheadAnswered(link: CnLink): void {
-    if (!link.ahead) return;
-    link.ahead = false;
-    if (--this.ahead.pending > 0) return;
-    for (const wake of this.ahead.waiters.splice(0)) wake();
+    const batch = link.ahead;
+    if (!batch) return;
+    link.ahead = undefined;
+    if (--batch.pending === 0) batch.answered();
   }
 
   /** Start reporting for a CN: registration first, then agents, heartbeats and status. */
@@ -236,15 +258,18 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   /**
-   * Stop reporting for a CN; resolves when its request in flight (if any) has ended, so a
-   * registration sent just before cannot bring the CN back into CNAPI after its removal.
+   * Stop reporting for a CN; resolves when every request it had on its way to CNAPI has ended
+   * (those queued behind them are dropped unsent), so no registration lands after the CN's
+   * removal and brings it back into CNAPI.
    */
   async detach(uuid: string): Promise<void> {
     this.down.delete(uuid);
     this.downBeats.delete(uuid);
     const link = this.links.get(uuid);
     if (link) this.drop(link);
-    await this.inFlight.get(uuid)?.catch(() => undefined);
+    await link?.beat;
+    // Bounded: a write that waits here was chained before the detach (the CN has no link now).
+    for (let w = this.writes.get(uuid); w !== undefined; w = this.writes.get(uuid)) await w;
   }
 
   /** CNs that are attached but down (see CnPower). */
@@ -303,7 +328,8 @@ export class CnapiReporter implements MockCnHooks {
       this.log.error({ err, server: cn.uuid }, 'cannot compute the last status sample');
       return;
     }
-    await this.send(cn, 'status', `/servers/${cn.uuid}/events/status`, sample);
+    // Its link is dropped already: this one goes after the writes under way all the same.
+    await this.send(cn, 'status', `/servers/${cn.uuid}/events/status`, sample, { lastWord: true });
   }
 
   /**
@@ -333,6 +359,7 @@ export class CnapiReporter implements MockCnHooks {
       link.pending &= ~kind;
       if (kind === SYSINFO && link.started && link.sentGen === link.sysinfoGen) continue;
       link.busy = true;
+      link.current = kind;
       this.run(link, kind);
       return;
     }
@@ -340,7 +367,13 @@ export class CnapiReporter implements MockCnHooks {
 
   private done(link: CnLink): void {
     link.busy = false;
+    link.current = 0;
     this.pump(link);
+  }
+
+  /** A heartbeat waits its turn only behind a registration and the agents POST after it. */
+  private waitsForQueue(link: CnLink): boolean {
+    return (link.pending & (SYSINFO | AGENTS)) !== 0 || link.current === SYSINFO || link.current === AGENTS;
   }
 
   private run(link: CnLink, kind: Kind): void {
@@ -355,8 +388,7 @@ export class CnapiReporter implements MockCnHooks {
         void this.sendStatus(link);
         return;
       case HEARTBEAT:
-        if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
-        void this.sendHeartbeat(link);
+        this.sendHeartbeat(link, true);
         return;
     }
   }
@@ -366,7 +398,7 @@ export class CnapiReporter implements MockCnHooks {
     link.retryJob = undefined;
     if (link.detached || !this.running) return;
     const gen = link.sysinfoGen;
-    void this.send(link.cn, 'sysinfo', `/servers/${link.cn.uuid}/sysinfo`, { sysinfo: link.cn.sysinfo }, true).then(
+    void this.send(link.cn, 'sysinfo', `/servers/${link.cn.uuid}/sysinfo`, { sysinfo: link.cn.sysinfo }, { oldCnapiOk: true }).then(
       (result) => {
         if (link.detached) return;
         if (result === true || result === 'old-cnapi') {
@@ -403,14 +435,31 @@ export class CnapiReporter implements MockCnHooks {
 
   private heartbeatDue(link: CnLink): void {
     link.heartbeatJob = undefined;
-    this.enqueue(link, HEARTBEAT);
+    if (link.detached) return;
+    if (!this.running || this.waitsForQueue(link)) this.enqueue(link, HEARTBEAT);
+    else this.sendHeartbeat(link, false);
   }
 
-  private async sendHeartbeat(link: CnLink): Promise<void> {
-    if ((await this.send(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {})) === true) {
-      if (link.lastHeartbeatAt === 0 && !link.detached) this.onFirstHeartbeat?.(link.cn);
-      link.lastHeartbeatAt = Date.now();
-    }
+  /** `queued`: the queue picked it (and waits for its end), else it goes beside the queue. */
+  private sendHeartbeat(link: CnLink, queued: boolean): void {
+    // As it leaves: a slow-heartbeat event's lateness, the scheduler's and a wait in the queue.
+    if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
+    const beat = this.post(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {}, false)
+      .then((result) => {
+        try {
+          this.heartbeatAnswered(link, result);
+        } finally {
+          if (link.beat === beat) link.beat = undefined;
+          if (queued) this.done(link);
+        }
+      })
+      .catch((err: unknown) => this.log.error({ err, server: link.cn.uuid }, 'after a heartbeat'));
+    link.beat = beat;
+  }
+
+  private heartbeatAnswered(link: CnLink, result: true | 'old-cnapi' | string): void {
+    const first = result === true && link.lastHeartbeatAt === 0 && !link.detached;
+    if (result === true) link.lastHeartbeatAt = Date.now();
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
@@ -418,7 +467,7 @@ export class CnapiReporter implements MockCnHooks {
       link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HOT);
     }
     this.aheadAnswered(link);
-    this.done(link);
+    if (first) this.onFirstHeartbeat?.(link.cn);
   }
 
   /** Make sure a status report is due no later than `delayMs` from now (one job per CN). */
@@ -455,21 +504,49 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   /**
-   * POST to CNAPI as this CN, once its previous request has been answered. Resolves true when
+   * Write to CNAPI as this CN, once its previous write has been answered. Resolves true when
    * accepted, 'old-cnapi' for a 404 ResourceNotFound when `oldCnapiOk`, otherwise a short
-   * reason (never rejects).
+   * reason (never rejects). A write of a CN that is detached before its turn comes is not sent,
+   * unless it is the `lastWord` of a CN going down (sent after its link is dropped).
    */
-  private send(cn: MockCn, kind: MessageKind, path: string, body: unknown, oldCnapiOk = false): Promise<true | 'old-cnapi' | string> {
+  private send(
+    cn: MockCn,
+    kind: MessageKind,
+    path: string,
+    body: unknown,
+    opts: { oldCnapiOk?: boolean; lastWord?: boolean } = {},
+  ): Promise<true | 'old-cnapi' | string> {
+    const owner = opts.lastWord ? undefined : this.links.get(cn.uuid);
+    const go = (): Promise<true | 'old-cnapi' | string> =>
+      owner?.detached ? Promise.resolve(DETACHED) : this.post(cn, kind, path, body, opts.oldCnapiOk ?? false);
     const before = this.writes.get(cn.uuid);
-    const sent = before === undefined ? this.post(cn, kind, path, body, oldCnapiOk) : before.then(() => this.post(cn, kind, path, body, oldCnapiOk));
+    // post never rejects; `go` on both paths all the same, so one failure cannot stop every later write.
+    const sent = before === undefined ? go() : before.then(go, go);
     this.writes.set(cn.uuid, sent);
-    void sent.then(() => {
-      if (this.writes.get(cn.uuid) === sent) this.writes.delete(cn.uuid);
-    });
+    void sent
+      .finally(() => {
+        if (this.writes.get(cn.uuid) === sent) this.writes.delete(cn.uuid);
+      })
+      .catch(() => undefined);
     return sent;
   }
 
+  /** One POST; resolves as `send` says, never rejects (whatever a hook or the log throws). */
   private async post(
+    cn: MockCn,
+    kind: MessageKind,
+    path: string,
+    body: unknown,
+    oldCnapiOk: boolean,
+  ): Promise<true | 'old-cnapi' | string> {
+    try {
+      return await this.attempt(cn, kind, path, body, oldCnapiOk);
+    } catch (err) {
+      return `failed: ${(err as Error)?.message ?? String(err)}`;
+    }
+  }
+
+  private async attempt(
     cn: MockCn,
     kind: MessageKind,
     path: string,
@@ -487,13 +564,7 @@ export class CnapiReporter implements MockCnHooks {
         timeoutMs: this.timings.requestTimeoutMs,
         hot: bit === HEARTBEAT,
       });
-      this.inFlight.set(cn.uuid, request);
-      let res;
-      try {
-        res = await request;
-      } finally {
-        if (this.inFlight.get(cn.uuid) === request) this.inFlight.delete(cn.uuid);
-      }
+      const res = await request;
       if (res.statusCode >= 200 && res.statusCode < 300) {
         this.counters[kind].ok++;
         this.recovered(cn, kind, bit);
