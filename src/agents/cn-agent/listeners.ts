@@ -17,6 +17,14 @@ export function validatePortRange(range: PortRange | undefined): void {
   }
 }
 
+/**
+ * The accept queue of each listener. Node's default (511) is below what the connection guard
+ * admits on one port (a quarter of 6,144): past a full queue, with SYN cookies on, a client's
+ * connection looks open but never reaches the guard, so it is neither served nor shed. The
+ * kernel caps it at net.core.somaxconn; a queue costs nothing until it fills.
+ */
+const LISTEN_BACKLOG = 2048;
+
 export function listen(server: net.Server, ip: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => {
@@ -29,7 +37,7 @@ export function listen(server: net.Server, ip: string, port: number): Promise<vo
     };
     server.once('error', onError);
     server.once('listening', onListening);
-    server.listen({ host: ip, port, exclusive: true });
+    server.listen({ host: ip, port, exclusive: true, backlog: LISTEN_BACKLOG });
   });
 }
 
