@@ -92,8 +92,7 @@ export class OwnedCleanup {
       );
       return 'not-ours';
     }
-    const etag = typeof got.headers.etag === 'string' && got.headers.etag ? got.headers.etag : undefined;
-    const res = await this.call('NAPI', 'DELETE', nicPath, etag ? { headers: { 'if-match': etag } } : {});
+    const res = await this.call('NAPI', 'DELETE', nicPath, ifMatch(got));
     if (res.statusCode === 404) return 'absent';
     // Changed since it was read: read (and check) again on the retry.
     if (res.statusCode === 412) throw new MockcloudError('Conflict', `NAPI DELETE ${nicPath}: the NIC changed while it was being released`);
@@ -153,10 +152,9 @@ export class OwnedCleanup {
         return 'not-ours';
       }
       if (got.body.state === 'destroyed') return 'absent';
-      const etag = typeof got.headers.etag === 'string' && got.headers.etag ? got.headers.etag : undefined;
       const res = await this.call('VMAPI', 'PUT', vmPath, {
         body: { ...got.body, state: 'destroyed', zone_state: 'destroyed', destroyed: now, last_modified: now },
-        ...(etag ? { headers: { 'if-match': etag } } : {}),
+        ...ifMatch(got),
       });
       if (res.statusCode === 404) return 'absent';
       if (res.statusCode === 412) continue;
@@ -232,4 +230,10 @@ export function adminNicOwners(adminUuid: string, uuid: string): NicOwner[] {
 /** A Triton call of a clean-up: tried again with backoff, unless the daemon is stopping. */
 export function withCleanupRetries<T>(stopped: (() => boolean) | undefined, fn: () => Promise<T>): Promise<T> {
   return retryWithBackoff(fn, { attempts: 5, minDelayMs: 100, maxDelayMs: 2000, ...(stopped ? { stopped } : {}) });
+}
+
+/** The headers of a write conditional on what `read` answered: `If-Match` of its etag, if it gave one. */
+function ifMatch(read: HttpResponse<unknown>): { headers?: Record<string, string> } {
+  const etag = read.headers.etag;
+  return typeof etag === 'string' && etag ? { headers: { 'if-match': etag } } : {};
 }
