@@ -148,6 +148,9 @@ describe('deleting a CN against a NAPI and VMAPI that ignore every filter', () =
     expect(updates()).toHaveLength(1);
   });
 
+  // The double answers a stale If-Match with 412, as NAPI does (sdc-napi lib/endpoints/nics.js);
+  // sdc-vmapi's PutVm (lib/endpoints/vms.js) ignores If-Match, so against it the read just
+  // before the write is the check: the test holds the clean-up to both.
   it('destroys a VM in VMAPI only with If-Match of what it read: one that moved to another server meanwhile (412) is left alone with its NIC, and counted', async () => {
     triton.ignoreFilters = false;
     const created = await api('POST', '/servers', { count: 1 });
