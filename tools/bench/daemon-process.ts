@@ -4,7 +4,7 @@
  * other client; stopped with SIGTERM (SIGKILL after a bound).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, openSync, promises as fsp, readSync } from 'node:fs';
+import { closeSync, createWriteStream, existsSync, fstatSync, openSync, promises as fsp, readSync } from 'node:fs';
 import path from 'node:path';
 import { onInterrupt } from './cleanup.js';
 import { CLI_MAIN } from './paths.js';
@@ -54,7 +54,9 @@ export class DaemonProcess {
     child.stderr?.on('data', (d: Buffer) => {
       this.stderrTail = (this.stderrTail + d.toString('utf8')).slice(-STDERR_KEEP);
     });
-    child.stdout?.resume();
+    // Diagnostics (node's --trace-gc writes to stdout): kept in a file when asked for.
+    if (process.env.DIAG_DAEMON_STDOUT) child.stdout?.pipe(createWriteStream(process.env.DIAG_DAEMON_STDOUT, { flags: 'a' }));
+    else child.stdout?.resume();
     const forget = onInterrupt(() => child.kill('SIGKILL'));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -192,6 +194,14 @@ export class DaemonProcess {
     });
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  }
+
+  /** A control API GET answered in text (`/metrics`). */
+  async controlText(urlPath: string, timeoutMs = 30_000): Promise<string> {
+    const info = await this.readDaemonJson();
+    if (!info) throw new Error('no daemon.json');
+    const res = await fetch(`${info.control.url}${urlPath}`, { signal: AbortSignal.timeout(timeoutMs) });
+    return res.text();
   }
 
   /** SIGTERM, wait (bounded), SIGKILL if needed. Resolves with how it ended. */

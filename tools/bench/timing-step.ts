@@ -35,6 +35,17 @@ import { machineCreateParams } from './vm-payload.js';
 /** File descriptors left for everything but the CNs' sockets and the burst's connections. */
 const FD_MARGIN = 1000;
 const SAMPLE_MS = 1000;
+const AFTER_BURST_SETTLE_MS = 45_000;
+
+/**
+ * A connection cap that lets `needed` connections wait with no request handed over yet. The
+ * guard keeps a sixteenth of its cap (at most 512) for connections with a request, so a cap of
+ * just `needed` shed the burst's newest connections as it opened them all at once (313 of
+ * 20,000 creates at 10,000 CNs, 62 of 4,000 at 2,000: exactly the reserve short).
+ */
+export function connectionCap(needed: number): number {
+  return needed + Math.min(512, Math.ceil(needed / 15));
+}
 
 /** The soft open-file limit of this process (the daemon inherits it). */
 export function openFileLimit(): number {
@@ -63,7 +74,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         logLevel: opts.daemonLogLevel,
         readyTimeoutMs: 60_000 + n * 20,
         nodeArgs: timing === 'smartos' && process.env.DIAG_NODE_ARGS ? process.env.DIAG_NODE_ARGS.split(' ') : [],
-        extraArgs: ['--timing', timing, '--max-connections', String(held + 200), '--max-queued-tasks', String(held)],
+        extraArgs: ['--timing', timing, '--max-connections', String(connectionCap(held + 200)), '--max-queued-tasks', String(held)],
       })
     ).daemon;
     return daemon;
@@ -131,6 +142,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         externalBytes: mid('externalBytes'),
         loopDelayMaxMs: 0,
         hotLagMs: 0,
+        vmsMade: mid('vmsMade'),
       };
     };
     const run = await runTasks({
@@ -148,7 +160,13 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     await sleep((opts.timings?.heartbeatIntervalMs ?? 5000) + 1000);
     sampling = false;
     await sampler;
+    // What the VMs made keep, once the garbage of the burst is collected: the daemon asks for a
+    // full collection when its old space has grown and its tasks have stood still for two of
+    // its 15 s samples.
+    await sleep(AFTER_BURST_SETTLE_MS);
+    const after = await sampleDaemon(d);
     const s: SinkStats = await sink.stats();
+    const metrics = await d.controlText('/metrics').catch(() => '');
     const peak = plateau();
     const perTask = (k: keyof DaemonSample): number => (peak.inFlight > 0 ? Math.round((peak[k] - before[k]) / peak.inFlight) : NaN);
     const lat = summarize(run.latenciesMs);
@@ -177,12 +195,20 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         other: perTask('rssBytes') - perTask('heapTotalBytes') - perTask('externalBytes'),
       },
       // After the burst (nothing in flight): what the VMs made and the tasks' history keep.
-      rssAfterBytes: samples.at(-1)?.rssBytes ?? NaN,
-      heapUsedAfterBytes: samples.at(-1)?.heapUsedBytes ?? NaN,
+      rssAfterBytes: after.rssBytes,
+      heapUsedAfterBytes: after.heapUsedBytes,
+      vmsMadeAtPeak: peak.vmsMade,
+      ...withoutVmsMade(peak, before, after),
       heapUsedBeforeBytes: before.heapUsedBytes,
       // Where heartbeats' lateness comes from: the event loop held (sync work) or the hot jobs behind.
       worstLoopDelayMs: Math.max(0, ...samples.map((x) => x.loopDelayMaxMs)),
       worstHotLagMs: Math.max(0, ...samples.map((x) => x.hotLagMs)),
+      sinkLoopDelayMaxMs: s.loopDelayMaxMs,
+      // A gap is the interval plus how late the previous answer was read and the next one sent.
+      heartbeatsLate: tail(metrics, 'mockcloud_heartbeat_lateness_seconds_bucket', ''),
+      cnapiPostsSlow: tail(metrics, 'mockcloud_outbound_request_duration_seconds_bucket', 'api="cnapi",method="POST"'),
+      gaps: s.cns.gapsSinceMark,
+      gapsOver6s: s.cns.gapsOver6sSinceMark,
     };
     if (run.failed > 0) result.errors.push(...run.failures.slice(0, 3));
     await stop();
@@ -208,6 +234,25 @@ interface DaemonSample {
   loopDelayMaxMs: number;
   /** How late the most overdue hot job (a heartbeat) was. */
   hotLagMs: number;
+  /** Tasks that succeeded since the daemon started: in the burst, the VMs made so far. */
+  vmsMade: number;
+}
+
+/**
+ * The RSS per task in flight without the VMs the burst had already made at the plateau: those
+ * are the fleet's from then on, whatever made them (a VM loaded at start costs the same). Each
+ * is counted at the JS heap a VM made keeps once the burst's garbage is collected (less than it
+ * costs in RSS, so the figure left per task errs high).
+ */
+function withoutVmsMade(peak: DaemonSample, before: DaemonSample, after: DaemonSample): { heapPerVmMadeBytes?: number; rssPerInFlightTaskNoVmsBytes?: number } {
+  const made = after.vmsMade - before.vmsMade;
+  if (made <= 0 || peak.inFlight <= 0) return {};
+  const perVm = Math.max(0, (after.heapUsedBytes - before.heapUsedBytes) / made);
+  const atPeak = Math.max(0, peak.vmsMade - before.vmsMade);
+  return {
+    heapPerVmMadeBytes: Math.round(perVm),
+    rssPerInFlightTaskNoVmsBytes: Math.round((peak.rssBytes - before.rssBytes - atPeak * perVm) / peak.inFlight),
+  };
 }
 
 interface StatusFigures {
@@ -215,6 +260,7 @@ interface StatusFigures {
   memory?: { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
   eventLoop?: { delayMaxMs: number };
   scheduler?: { lag: { hotMs: number } };
+  cnAgent?: { tasks?: { succeeded: number } };
 }
 
 async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
@@ -227,7 +273,30 @@ async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
     externalBytes: b?.memory?.externalBytes ?? 0,
     loopDelayMaxMs: b?.eventLoop?.delayMaxMs ?? 0,
     hotLagMs: b?.scheduler?.lag.hotMs ?? 0,
+    vmsMade: b?.cnAgent?.tasks?.succeeded ?? 0,
   };
+}
+
+/**
+ * From a histogram's buckets in the daemon's /metrics (cumulative since it started, its idle
+ * window included): how many observations in all, and how many over 0.5 s and over 1 s.
+ */
+export function tail(metrics: string, bucket: string, labels: string): { count: number; over500ms: number; over1s: number } | undefined {
+  const lines = metrics.split('\n').filter((l) => l.startsWith(`${bucket}{`));
+  // Every wanted label among the line's (the daemon adds its own: datacenter, service).
+  const at = (le: string): number | undefined => {
+    const want = [`le="${le}"`, ...(labels ? labels.split(',') : [])];
+    for (const line of lines) {
+      const set = new Set(line.slice(line.indexOf('{') + 1, line.lastIndexOf('}')).split(','));
+      if (want.every((l) => set.has(l))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return undefined;
+  };
+  const all = at('+Inf');
+  const upTo500 = at('0.5');
+  const upTo1 = at('1');
+  if (all === undefined || upTo500 === undefined || upTo1 === undefined) return undefined;
+  return { count: all, over500ms: all - upTo500, over1s: all - upTo1 };
 }
 
 function median(xs: number[]): number {

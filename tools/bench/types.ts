@@ -240,10 +240,24 @@ export interface TimingResult {
     rssAfterBytes?: number;
     heapUsedAfterBytes?: number;
     heapUsedBeforeBytes?: number;
+    /** VMs the burst had made at the plateau (the median sample's). */
+    vmsMadeAtPeak?: number;
+    /** JS heap in use a VM made keeps, once the burst's garbage is collected. */
+    heapPerVmMadeBytes?: number;
+    /** RSS per task in flight, the VMs already made at the plateau taken out (at heapPerVmMadeBytes each): what the target judges. */
+    rssPerInFlightTaskNoVmsBytes?: number;
     /** The event loop's worst delay in any 1 s of the burst (ms). */
     worstLoopDelayMs?: number;
     /** The scheduler's worst lateness of a hot job (a heartbeat) seen in the samples (ms). */
     worstHotLagMs?: number;
+    /** The sink's own event loop's worst delay in the burst (ms): it times heartbeats as it reads them. */
+    sinkLoopDelayMaxMs?: number;
+    /** Heartbeat gaps in the burst, and of them those over 6 s. */
+    gaps?: number;
+    gapsOver6s?: number;
+    /** Heartbeats sent over 0.5 s / 1 s after they were due, and CNAPI POSTs (heartbeats and status) answered that slowly, as the daemon saw them. */
+    heartbeatsLate?: { count: number; over500ms: number; over1s: number };
+    cnapiPostsSlow?: { count: number; over500ms: number; over1s: number };
   };
 }
 

@@ -34,13 +34,20 @@ export interface HeartbeatSnapshot {
   worstGapServer: string | null;
   /** CNs that heartbeated before and have not heartbeated since the mark. */
   silentSinceMark: number;
+  /** Gaps between two heartbeats since the mark, and of them those over 6 s (how many CNs missed, not just the worst). */
+  gapsSinceMark: number;
+  gapsOver6sSinceMark: number;
 }
+
+const LATE_GAP_MS = 6000;
 
 const NONE = 0;
 
 export class HeartbeatRecorder {
   private readonly cns = new Map<string, CnRecord>();
   private markAt = 0;
+  private gaps = 0;
+  private gapsOver = 0;
 
   get size(): number {
     return this.cns.size;
@@ -74,6 +81,8 @@ export class HeartbeatRecorder {
     if (r.lastHeartbeatAt !== NONE) {
       const gap = now - r.lastHeartbeatAt;
       if (gap > r.maxGapMs) r.maxGapMs = gap;
+      this.gaps++;
+      if (gap > LATE_GAP_MS) this.gapsOver++;
     } else {
       r.firstHeartbeatAt = now;
     }
@@ -99,12 +108,16 @@ export class HeartbeatRecorder {
   /** Start a new gap-measuring window: gaps seen before now no longer count. */
   mark(now: number): void {
     this.markAt = now;
+    this.gaps = 0;
+    this.gapsOver = 0;
     for (const r of this.cns.values()) r.maxGapMs = 0;
   }
 
   clear(): void {
     this.cns.clear();
     this.markAt = 0;
+    this.gaps = 0;
+    this.gapsOver = 0;
   }
 
   snapshot(now: number): HeartbeatSnapshot {
@@ -116,6 +129,8 @@ export class HeartbeatRecorder {
       worstGapMs: 0,
       worstGapServer: null,
       silentSinceMark: 0,
+      gapsSinceMark: this.gaps,
+      gapsOver6sSinceMark: this.gapsOver,
     };
     for (const [uuid, r] of this.cns) {
       if (r.firstSysinfoAt !== NONE) {

@@ -12,6 +12,7 @@
  *                        only the per-CN registration and heartbeat records (a daemon restart)
  */
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { AddressInfo, Socket } from 'node:net';
 import { ChangefeedPublisher } from '../../../src/common/changefeed/publisher.js';
 import { CHANGEFEED_PATH, CHANGEFEED_STATS_PATH, NAPI_CHANGEFEED_RESOURCES } from '../../../src/common/changefeed/protocol.js';
@@ -43,6 +44,11 @@ export interface SinkStats {
   /** The last few requests no route matched (unexpected traffic worth a look). */
   unknownRoutes: string[];
   rssBytes: number;
+  /**
+   * The sink's own event loop's worst delay since the mark: a heartbeat is timed when the sink
+   * reads it, so a busy sink adds this much to the gaps it records.
+   */
+  loopDelayMaxMs: number;
 }
 
 export class RecordingSink {
@@ -63,6 +69,7 @@ export class RecordingSink {
   });
   private readonly routers: Record<SinkService, Router>;
   private urlsValue: SinkUrls | undefined;
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 20 });
 
   constructor(private readonly bindIp = '127.0.0.1') {
     this.routers = { cnapi: this.cnapiRoutes(), vmapi: this.vmapiRoutes(), napi: this.napiRoutes() };
@@ -96,10 +103,12 @@ export class RecordingSink {
       urls[service] = `http://${this.bindIp}:${(server.address() as AddressInfo).port}`;
     }
     this.urlsValue = urls as SinkUrls;
+    this.loopDelay.enable();
     return this.urlsValue;
   }
 
   async stop(): Promise<void> {
+    this.loopDelay.disable();
     this.changefeed.close();
     // Keep-alive connections from the daemon would hold close() open: drop them all.
     const closed = [...this.servers.values()].map(
@@ -128,11 +137,13 @@ export class RecordingSink {
       },
       unknownRoutes: [...this.unknown],
       rssBytes: process.memoryUsage().rss,
+      loopDelayMaxMs: Math.round(this.loopDelay.max / 1e6),
     };
   }
 
   mark(now = Date.now()): void {
     this.heartbeats.mark(now);
+    this.loopDelay.reset();
   }
 
   /**
