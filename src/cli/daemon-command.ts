@@ -127,6 +127,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   const reclaimer = new HeapReclaimer({
     log: daemon.log.child({ component: 'heap' }),
     beforePause: async (expectedMs) => ({ heartbeatsSentAhead: await daemon.sendHeartbeatsAhead(expectedMs) }),
+    tasks: () => daemon.taskActivity(),
   });
 
   let stopping: Promise<void> | undefined;

@@ -206,6 +206,11 @@ export class Daemon {
     return sent;
   }
 
+  /** The fleet's cn-agent tasks in flight, and started plus ended ever (the heap policy's "working"). */
+  taskActivity(): { inFlight: number; startedOrEnded: number } {
+    return { inFlight: this.cnAgent?.tasksInFlight ?? 0, startedOrEnded: this.cnAgent?.tasksStartedOrEnded ?? 0 };
+  }
+
   countError(kind: string): void {
     this.errors.set(kind, (this.errors.get(kind) ?? 0) + 1);
   }

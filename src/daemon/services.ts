@@ -18,6 +18,8 @@ export interface CnAgentHost {
   /** The CN went down (stop listening) or came up (listen again); absent in stand-ins. */
   setPower?(uuid: string, power: CnPower): Promise<void> | void;
   readonly tasksInFlight?: number;
+  /** Tasks started plus tasks ended, ever: it moves while the fleet takes or finishes work. */
+  readonly tasksStartedOrEnded?: number;
   /** The cn-agent task fault seam (CnAgentServer.faults); absent in stand-ins. */
   readonly faults?: {
     set(spec: unknown): unknown;

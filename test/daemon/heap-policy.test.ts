@@ -44,6 +44,33 @@ describe('heap policy', () => {
     expect(reclaimer.collections).toBe(2);
   });
 
+  it('holds a due collection while tasks are in flight, start or end, and makes it once none is', () => {
+    // Old space large and level: due at every sample from the second on.
+    const tasks = { inFlight: 0, startedOrEnded: 0 };
+    let collected = 0;
+    const reclaimer = new HeapReclaimer({
+      log: createQuietLogger(),
+      oldSpaceUsed: () => 500 * MB,
+      collect: () => void collected++,
+      tasks: () => ({ ...tasks }),
+    });
+    reclaimer.sample(); // first sample
+    for (let round = 0; round < 3; round++) {
+      tasks.startedOrEnded += 37; // a burst: tasks start and end between every two samples
+      tasks.inFlight = 900;
+      reclaimer.sample();
+    }
+    // Thousands in flight, waiting out their phases: none started or ended for a whole sample.
+    reclaimer.sample();
+    expect(collected).toBe(0);
+    tasks.startedOrEnded += 900; // the last ones end
+    tasks.inFlight = 0;
+    reclaimer.sample();
+    expect(collected).toBe(0);
+    reclaimer.sample(); // none in flight, none started or ended since the last sample
+    expect(collected).toBe(1);
+  });
+
   afterEach(() => {
     vi.restoreAllMocks();
   });

@@ -192,6 +192,11 @@ export class CnAgentServer {
     return this.runner.tasksInFlight;
   }
 
+  get tasksStartedOrEnded(): number {
+    const c = this.runner.counters;
+    return c.started + c.succeeded + c.failed + c.crashed + c.timedOut + c.aborted;
+  }
+
   /** The fault-injection seam (see faults.ts). */
   get faults(): TaskRunner['faults'] {
     return this.runner.faults;
