@@ -3,9 +3,9 @@
  * new file per task (100,000 VM creations would leave 100,000 files, and creating a file is
  * the most expensive thing a task does here), so every task's records go to one shared,
  * size-rotated bunyan file, `<data-dir>/logs/cn-agent-tasks.log` (and `.1`), each record
- * carrying `server`, `task` and `req_id`. A task's records are buffered in memory while it
- * runs and appended together when it ends, so they stay contiguous; the same records also go
- * to the task's `/history` entry.
+ * carrying `server`, `task` and `req_id`. A task's records are kept in memory while it runs
+ * and appended together when it ends, so they stay contiguous; the same records also go to the
+ * task's `/history` entry.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,23 +24,31 @@ export interface TaskLog {
 /** Records beyond this are counted, not kept (a task log is for reading, not a sink). */
 const MAX_RECORDS = 2000;
 
+/**
+ * A task's records as bunyan hands them over, turned into JSON lines only when the task ends:
+ * a record holds references (its first one the task's params, which the history entry keeps
+ * anyway), where its JSON line held a copy of them as text, 2-4 KB a create, for as long as the
+ * task was in flight. So what a record logs is written as it is when the task ends.
+ */
 class RecordBuffer {
-  readonly lines: string[] = [];
+  readonly records: unknown[] = [];
   dropped = 0;
   write(rec: unknown): void {
-    if (this.lines.length >= MAX_RECORDS) {
+    if (this.records.length >= MAX_RECORDS) {
       this.dropped++;
       return;
     }
-    let line: string;
-    try {
-      line = JSON.stringify(rec, safeReplacer());
-    } catch (err) {
-      // Logging never fails a task: a record that cannot be written is replaced by a note.
-      const r = rec as { time?: unknown; level?: unknown };
-      line = JSON.stringify({ name: 'cn-agent-task', level: r.level, time: r.time, v: 0, msg: `log record not written: ${(err as Error).message}` });
-    }
-    this.lines.push(`${line}\n`);
+    this.records.push(rec);
+  }
+}
+
+function jsonLine(rec: unknown): string {
+  try {
+    return `${JSON.stringify(rec, safeReplacer())}\n`;
+  } catch (err) {
+    // Logging never fails a task: a record that cannot be written is replaced by a note.
+    const r = rec as { time?: unknown; level?: unknown };
+    return `${JSON.stringify({ name: 'cn-agent-task', level: r.level, time: r.time, v: 0, msg: `log record not written: ${(err as Error).message}` })}\n`;
   }
 }
 
@@ -70,15 +78,13 @@ export class TaskLogBuffer {
 
   /** The buffered records as bunyan lines (and forget them). */
   take(): string {
+    const lines = this.buffer.records.map(jsonLine);
     if (this.buffer.dropped > 0) {
-      this.buffer.lines.push(
-        `${JSON.stringify({ name: 'cn-agent-task', level: 40, msg: `${this.buffer.dropped} log records dropped`, time: new Date().toISOString(), v: 0 })}\n`,
-      );
+      lines.push(`${JSON.stringify({ name: 'cn-agent-task', level: 40, msg: `${this.buffer.dropped} log records dropped`, time: new Date().toISOString(), v: 0 })}\n`);
       this.buffer.dropped = 0;
     }
-    const text = this.buffer.lines.join('');
-    this.buffer.lines.length = 0;
-    return text;
+    this.buffer.records.length = 0;
+    return lines.join('');
   }
 }
 
