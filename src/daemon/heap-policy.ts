@@ -137,10 +137,7 @@ export class HeapReclaimer {
   async sample(): Promise<void> {
     if (this.collecting) return;
     const used = this.oldSpaceUsed();
-    const tasks = this.opts.tasks?.();
-    const working = tasks !== undefined && (tasks.inFlight > 0 || tasks.startedOrEnded !== this.tasksAtLastSample);
-    this.tasksAtLastSample = tasks?.startedOrEnded;
-    if (working || !shouldReclaim(this.state, used)) {
+    if (this.working() || !shouldReclaim(this.state, used)) {
       this.state.previous = used;
       return;
     }
@@ -153,7 +150,13 @@ export class HeapReclaimer {
           this.opts.log.warn({ err }, 'preparing for a heap collection failed');
         });
       }
-      // Preparing takes a while: what is collected is what old space holds now.
+      // Preparing takes a while (seconds, while CNAPI answers the heartbeats sent ahead): work
+      // that began meanwhile (a burst of tasks) calls the collection off until it is done.
+      if (this.opts.beforePause && this.working()) {
+        this.state.previous = this.oldSpaceUsed();
+        return;
+      }
+      // What is collected is what old space holds now.
       const before = this.opts.beforePause ? this.oldSpaceUsed() : used;
       const started = performance.now();
       // Synchronous: the daemon stops for the whole collection.
@@ -178,6 +181,15 @@ export class HeapReclaimer {
     } finally {
       this.collecting = false;
     }
+  }
+
+  /** Tasks in flight, or started or ended since the last look (see `tasks`). */
+  private working(): boolean {
+    const tasks = this.opts.tasks?.();
+    if (tasks === undefined) return false;
+    const moved = tasks.startedOrEnded !== this.tasksAtLastSample;
+    this.tasksAtLastSample = tasks.startedOrEnded;
+    return tasks.inFlight > 0 || moved;
   }
 
   /** The last pause scaled by old space, or a first guess (measured: ~2.6 ms per MB at 10,000 CNs). */

@@ -71,6 +71,32 @@ describe('heap policy', () => {
     expect(collected).toBe(1);
   });
 
+  it('calls a collection off when tasks start while it prepares', async () => {
+    const tasks = { inFlight: 0, startedOrEnded: 0 };
+    let collected = 0;
+    let bursts = 0;
+    const reclaimer = new HeapReclaimer({
+      log: createQuietLogger(),
+      oldSpaceUsed: () => 500 * MB,
+      collect: () => void collected++,
+      tasks: () => ({ ...tasks }),
+      beforePause: async () => {
+        // While the heartbeats sent ahead are answered, a burst arrives (the first time).
+        if (bursts++ > 0) return;
+        tasks.inFlight = 9000;
+        tasks.startedOrEnded += 9000;
+      },
+    });
+    await reclaimer.sample(); // first sample
+    await reclaimer.sample(); // due: prepares, then finds the burst
+    expect(collected).toBe(0);
+    tasks.inFlight = 0;
+    tasks.startedOrEnded += 9000;
+    await reclaimer.sample(); // the burst ended since the last look
+    await reclaimer.sample(); // quiet
+    expect(collected).toBe(1);
+  });
+
   afterEach(() => {
     vi.restoreAllMocks();
   });
