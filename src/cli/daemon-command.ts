@@ -100,7 +100,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   // Loaded here, not at the top: other commands need none of the daemon's modules.
   const { Daemon } = await import('../daemon/daemon.js');
   const { preflight, devLogFile } = await import('../daemon/preflight.js');
-  const { disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
+  const { capHeapGrowth, disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
   const embedded = argv.headnode !== false;
   const urls0 = config.urls;
   const devMode = embedded && !urls0.cnapi && !urls0.vmapi && !urls0.napi && !urls0.imgapi;
@@ -123,6 +123,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   setFatalLog(startConfig.logFile);
   for (const notice of checked.notices) log.warn(notice);
   disablePretenuring();
+  capHeapGrowth();
   const daemon = new Daemon({ config: startConfig, log, ...(embedded ? { embeddedHeadnode: {} } : {}) });
   const reclaimer = new HeapReclaimer({
     log: daemon.log.child({ component: 'heap' }),

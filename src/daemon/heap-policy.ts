@@ -2,12 +2,13 @@
  * The daemon process's V8 heap policy. It belongs to the `mockcloud daemon` process, not to a
  * Daemon object (tests run many daemons in one process and keep V8's defaults).
  *
- * Two measured problems at 10,000 CNs (see tools/bench/analysis.md):
+ * Three measured problems at 10,000 CNs (see tools/bench/analysis.md and docs/timing.md):
  *
  * - Allocation-site pretenuring. While thousands of CNs start, HTTP request objects wait in the
  *   shared agent's queue long enough for V8 to decide their allocation sites make long-lived
  *   objects, and from then on every heartbeat's request is allocated in old space: about 10 MB/s
  *   of garbage that only a full collection frees, so RSS swung by hundreds of MB.
+ * - Old space grows up to 4x ahead of what is live under a burst of tasks (capHeapGrowth).
  * - A quiet heap is never compacted. A start or a bulk creation leaves hundreds of MB of garbage
  *   in old space; once steady heartbeats no longer grow old space, V8 sees no reason for a full
  *   collection and the process keeps that memory for good. So when old space has grown well past
@@ -56,6 +57,21 @@ export function oldSpaceUsedBytes(): number {
 /** Turn pretenuring off. Call before the daemon starts its CNs. */
 export function disablePretenuring(): void {
   v8.setFlagsFromString('--no-allocation-site-pretenuring');
+}
+
+/**
+ * Old space may grow to this much more than its last full collection left before the next.
+ * V8's own factor rises to 4x while collections are cheap next to the program's work, which is
+ * the daemon's case: in a 10,000-CN burst of 20,000 creates old space reached 2 GB for 577 MB
+ * live, and the RSS per task in flight was 160 KB. At 1.5x it was 86 KB and the idle fleet's
+ * RSS a quarter less; V8's full collections in the burst, 30 instead of 4, paused 42 ms at most
+ * (their marking runs beside the program), and the burst took no longer (docs/timing.md).
+ */
+export const HEAP_GROWING_PERCENT = 50;
+
+/** Cap old space's growth between full collections (HEAP_GROWING_PERCENT). Call at start. */
+export function capHeapGrowth(): void {
+  v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
 /** Full collections in a row, at most, while each still shrinks the committed heap. */
