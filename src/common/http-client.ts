@@ -7,7 +7,6 @@
 import http from 'node:http';
 import { MockcloudError } from './errors.js';
 import { Gate } from './gate.js';
-import { noteAnswerRead } from './loop-turn.js';
 
 export interface HttpResponse<T = unknown> {
   statusCode: number;
@@ -148,11 +147,6 @@ export class JsonHttpClient {
   interceptor: OutboundInterceptor | undefined;
   /** See RequestObserver; undefined costs nothing. */
   observer: RequestObserver | undefined;
-  /**
-   * Called as each answer has been read, before its caller goes on (the daemon sends the
-   * heartbeats due meanwhile: Scheduler.runHotDue). Must not throw.
-   */
-  onAnswerRead: (() => void) | undefined;
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
@@ -287,8 +281,6 @@ export class JsonHttpClient {
         res.on('end', () => {
           if (settled) return;
           settled = true;
-          noteAnswerRead();
-          this.onAnswerRead?.();
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown = undefined;
           if (text.length > 0) {

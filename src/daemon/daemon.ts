@@ -167,8 +167,6 @@ export class Daemon {
       },
     });
     this.http = new JsonHttpClient({ userAgent: `mockcloud/${PACKAGE_VERSION}`, maxSockets: 64 });
-    // Heartbeats due while a busy turn reads its answers go at the next answer, not the next turn.
-    this.http.onAnswerRead = () => this.scheduler.runHotDue();
   }
 
   get fleet(): Fleet {
@@ -444,7 +442,6 @@ export class Daemon {
     this.scheduler.cancel(this.rateJob);
     this.scheduler.stop();
     this.http.observer = undefined;
-    this.http.onAnswerRead = undefined;
     this.metrics?.stop();
     this.http.close();
     await step('interrupted removals', () => this.resuming);

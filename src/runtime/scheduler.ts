@@ -22,11 +22,6 @@ const JOBS_PER_TICK = 32;
  */
 const HOT_SLICE_MS = 100;
 /**
- * Time hot jobs may take when run from inside another callback (runHotDue): a few heartbeats'
- * worth, so an answer's own continuation is not held up.
- */
-const HOT_POINT_MS = 5;
-/**
  * A Node timer may fire up to a millisecond before the monotonic clock shows its delay elapsed
  * (libuv keeps whole milliseconds). A job due that close runs now: otherwise every such timer
  * would re-arm itself for the remainder, tens of thousands of times a second at 10,000 CNs.
@@ -70,8 +65,6 @@ export class Scheduler {
   private timerDue = Infinity;
   private seq = 0;
   private running = false;
-  /** A runHotDue is on the stack (a hot job's own answer must not run the next ones inside it). */
-  private inHotPoint = false;
   private readonly log: Logger | undefined;
   /** Jobs that threw or rejected: surfaced by `mockcloud status`. */
   errors = 0;
@@ -114,26 +107,6 @@ export class Scheduler {
    */
   hotLate(byMs: number): boolean {
     return this.hot.length > 0 && schedulerNow() - this.hot[0]!.due > byMs;
-  }
-
-  /**
-   * Run the hot jobs due now, for a few ms at most: a point where a busy process can send its
-   * heartbeats from inside other work. Under a burst of tasks one poll phase of the event loop
-   * runs hundreds of ms of I/O callbacks, and a heartbeat falling due in it waited for the next
-   * turn's timers; the daemon calls this as each outbound answer is read, so it goes at the next
-   * answer instead. Cheap when nothing is due (one comparison).
-   */
-  runHotDue(): void {
-    if (!this.running || this.inHotPoint || this.hot.length === 0) return;
-    const now = schedulerNow() + EARLY_MS;
-    if (this.hot[0]!.due > now) return;
-    this.inHotPoint = true;
-    try {
-      const until = performance.now() + HOT_POINT_MS;
-      while (this.running && this.hot.length > 0 && this.hot[0]!.due <= now && performance.now() < until) this.runTop(this.hot);
-    } finally {
-      this.inHotPoint = false;
-    }
   }
 
   /** Run `fn` once, `delayMs` from now. Cancel with `cancel()`. */

@@ -50,26 +50,6 @@ describe('Scheduler', () => {
     expect(s.size).toBe(200);
   });
 
-  it('sends the hot jobs due from inside a long callback, and nothing else, once', () => {
-    scheduler = new Scheduler();
-    const s = scheduler;
-    s.start();
-    const ran: string[] = [];
-    let clock = 1000;
-    vi.spyOn(performance, 'now').mockImplementation(() => clock);
-    s.schedule(10, () => void ran.push('status'));
-    s.schedule(10, () => void ran.push('heartbeat 1'), { hot: true });
-    s.schedule(20, () => void ran.push('heartbeat 2'), { hot: true });
-    s.schedule(5000, () => void ran.push('heartbeat later'), { hot: true });
-    s.runHotDue(); // nothing due yet
-    expect(ran).toEqual([]);
-    // A callback of a busy turn, 20 ms on: no timer has had the chance to fire.
-    clock += 20;
-    s.runHotDue();
-    expect(ran).toEqual(['heartbeat 1', 'heartbeat 2']);
-    expect(s.size).toBe(2); // the status report and the later heartbeat wait for their turn
-  });
-
   it('runs a hot job (a heartbeat) ahead of every other job due, however many fell due before it', async () => {
     scheduler = new Scheduler();
     const s = scheduler;

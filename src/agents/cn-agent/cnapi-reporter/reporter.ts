@@ -42,7 +42,6 @@
 import type { JsonHttpClient } from '../../../common/http-client.js';
 import { MockcloudError } from '../../../common/errors.js';
 import type { Logger } from '../../../common/log.js';
-import { turnReadStartedAt } from '../../../common/loop-turn.js';
 import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../runtime/scheduler.js';
 import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
 import type { AgentRecord, MockCn, PowerChange } from '../../../mockcn/types.js';
@@ -111,8 +110,6 @@ class CnLink {
   attempt = 0;
   /** When the next heartbeat is due without any lateness (scheduler clock); 0: the first. */
   heartbeatDueAt = 0;
-  /** When its last heartbeat went out (scheduler clock). */
-  heartbeatSentAt = 0;
   /** Bit set of kinds whose last request failed (log on change only: no log storms). */
   failing = 0;
   statusDirty = false;
@@ -447,7 +444,6 @@ export class CnapiReporter implements MockCnHooks {
   private sendHeartbeat(link: CnLink, queued: boolean): void {
     // As it leaves: a slow-heartbeat event's lateness, the scheduler's and a wait in the queue.
     if (link.heartbeatDueAt > 0) this.onHeartbeatLate?.(Math.max(0, schedulerNow() - link.heartbeatDueAt));
-    link.heartbeatSentAt = schedulerNow();
     const beat = this.post(link.cn, 'heartbeat', `/servers/${link.cn.uuid}/events/heartbeat`, {}, false)
       .then((result) => {
         try {
@@ -467,12 +463,8 @@ export class CnapiReporter implements MockCnHooks {
     if (!link.detached && this.running) {
       // A slow-heartbeat event makes each one late by its lateMs (CNAPI's 11 s lifetime).
       const late = link.cn.conditions?.heartbeatLateMs ?? 0;
-      // It ended when its answer came, which a busy turn of the loop reads up to hundreds of ms
-      // later: as the answers this turn reads, it had come by the time the turn read its first.
-      const now = schedulerNow();
-      const ended = Math.min(now, Math.max(link.heartbeatSentAt, turnReadStartedAt() ?? now));
-      link.heartbeatDueAt = ended + this.timings.heartbeatIntervalMs;
-      link.heartbeatJob = this.scheduler.schedule(link.heartbeatDueAt + late - now, () => this.heartbeatDue(link), HOT);
+      link.heartbeatDueAt = schedulerNow() + this.timings.heartbeatIntervalMs;
+      link.heartbeatJob = this.scheduler.schedule(this.timings.heartbeatIntervalMs + late, () => this.heartbeatDue(link), HOT);
     }
     this.aheadAnswered(link);
     if (first) this.onFirstHeartbeat?.(link.cn);
