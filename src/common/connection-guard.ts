@@ -463,7 +463,8 @@ export class ConnectionGuard {
 }
 
 /** A sixteenth of the cap, at most 512: room for requests, not for a flood. */
-function derivedReserve(maxConnections: number): number {
+/** The slots kept for connections with a request, of a cap whose reserve is not given. */
+export function derivedReserve(maxConnections: number): number {
   return Math.min(512, Math.floor(maxConnections / 16));
 }
 

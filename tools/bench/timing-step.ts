@@ -21,6 +21,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { derivedReserve } from '../../src/common/connection-guard.js';
 import { onInterrupt } from './cleanup.js';
 import { DaemonProcess, sleep } from './daemon-process.js';
 import { cpuPercent, readRssBytes, sampleCpu } from './proc-stats.js';
@@ -46,12 +47,15 @@ const IDLE_SETTLE_MIN_S = 50;
 
 /**
  * A connection cap that lets `needed` connections wait with no request handed over yet. The
- * guard keeps a sixteenth of its cap (at most 512) for connections with a request, so a cap of
+ * guard keeps part of its cap for connections with a request (derivedReserve), so a cap of
  * just `needed` shed the burst's newest connections as it opened them all at once (313 of
- * 20,000 creates at 10,000 CNs, 62 of 4,000 at 2,000: exactly the reserve short).
+ * 20,000 creates at 10,000 CNs, 62 of 4,000 at 2,000: exactly the reserve short). The reserve
+ * grows by at most one slot per slot of cap and stops at 512: at most 513 steps.
  */
 export function connectionCap(needed: number): number {
-  return needed + Math.min(512, Math.ceil(needed / 15));
+  let cap = needed;
+  while (cap - derivedReserve(cap) < needed) cap++;
+  return cap;
 }
 
 /** The soft open-file limit of this process (the daemon inherits it). */
