@@ -324,6 +324,9 @@ export class Daemon {
       }
       const agentIps = this.agentIps;
       const cmon = this.cmonAgent();
+      // cmon-agent opens a CN's own address ('agent-ips') when the CN's agents start, which for
+      // a CN booting through booter is after it joined the fleet: daemon.json follows its sockets.
+      cmon?.watchAddresses(() => this.daemonJson?.markDirty());
       const fleet = new Fleet({
         dataDir: config.dataDir,
         log: log.child({ component: 'fleet' }),
@@ -333,11 +336,7 @@ export class Daemon {
         plugins: this.plugins,
         loadConcurrency: this.opts.loadConcurrency ?? 32,
         countError: (kind) => this.countError(kind),
-        onChange: () => {
-          this.daemonJson?.markDirty();
-          // cmon-agent opens a CN's address in the background ('agent-ips'): record it once bound.
-          void cmon?.settled().then(() => this.daemonJson?.markDirty());
-        },
+        onChange: () => this.daemonJson?.markDirty(),
         recoverCreation: (uuid) => this.factory!.recoverCreation(uuid),
         hostedBy: this.hostedBy,
         boot: boot.service,

@@ -249,6 +249,28 @@ describe('cmon-agent', () => {
     expect(agent!.addresses().map((x) => x.ip)).toEqual(['127.0.0.2']);
   });
 
+  it('per-CN agent IPs: tells its watchers when a CN that attaches later has its socket, and when the socket goes', async () => {
+    const a = await fleet.addCn({ agentIp: '127.0.0.2' });
+    await startAgent({ bind: 'agent-ips' });
+    // What a watcher (the daemon writing daemon.json) reads at each call.
+    const seen: string[][] = [];
+    const unwatch = agent!.watchAddresses(() => seen.push(agent!.addresses().map((x) => x.ip).sort()));
+
+    const b = await fleet.addCn({ agentIp: '127.0.0.3' });
+    agent!.attach(b);
+    await agent!.settled();
+    expect(seen).toEqual([['127.0.0.2', '127.0.0.3']]);
+
+    fleet.cns.delete(a.uuid);
+    await agent!.detach(a.uuid);
+    expect(seen.at(-1)).toEqual(['127.0.0.3']);
+    unwatch();
+    fleet.cns.delete(b.uuid);
+    await agent!.detach(b.uuid);
+    expect(agent!.addresses()).toEqual([]);
+    expect(seen).toHaveLength(2);
+  });
+
   it('shared IP: VM metrics work for every CN; /v1/gz/metrics needs the Host header to name the CN', async () => {
     const a = await fleet.addCn({ agentIp: '127.0.0.1' });
     const b = await fleet.addCn({ agentIp: '127.0.0.1' });

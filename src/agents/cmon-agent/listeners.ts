@@ -31,6 +31,8 @@ export class ListenerSet {
     port: number,
     private readonly handler: RequestHandler,
     private readonly log: Logger,
+    /** A socket was bound or closed: `addresses()` has changed (daemon.json lists them). */
+    private readonly onChange: () => void = () => undefined,
   ) {
     this.port = port;
     this.connections = new ConnectionGuard(
@@ -75,6 +77,7 @@ export class ListenerSet {
     const server = this.servers.get(ip);
     if (!server) return;
     this.servers.delete(ip);
+    this.onChange();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -105,5 +108,6 @@ export class ListenerSet {
     server.on('error', (err) => this.log.error({ ...failureFields(err), ip }, 'cmon-agent listener error'));
     if (this.port === 0) this.port = (server.address() as AddressInfo).port;
     this.servers.set(ip, server);
+    this.onChange();
   }
 }

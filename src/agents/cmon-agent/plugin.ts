@@ -76,6 +76,7 @@ export class CmonAgentPlugin implements CnAgentPlugin {
   private readonly index: AddressIndex;
   private readonly listeners: ListenerSet;
   private running = false;
+  private readonly addressWatchers = new Set<() => void>();
   private pruneJob: ScheduledJob | undefined;
 
   constructor(ctx: AgentPluginContext, options: Partial<CmonAgentOptions> = {}) {
@@ -89,7 +90,28 @@ export class CmonAgentPlugin implements CnAgentPlugin {
         this.handle(req, res).catch((err: unknown) => this.fail(res, toMockcloudError(err)));
       },
       this.log,
+      () => this.addressesChanged(),
     );
+  }
+
+  /**
+   * Call `fn` whenever `addresses()` changes: in 'agent-ips' mode a CN's socket opens when its
+   * agents start, which for a CN created through booter is after it has joined the fleet.
+   * Returns the unsubscribe.
+   */
+  watchAddresses(fn: () => void): () => void {
+    this.addressWatchers.add(fn);
+    return () => this.addressWatchers.delete(fn);
+  }
+
+  private addressesChanged(): void {
+    for (const fn of this.addressWatchers) {
+      try {
+        fn();
+      } catch (err) {
+        this.log.error({ ...failureFields(err) }, 'a watcher of cmon-agent\'s addresses failed');
+      }
+    }
   }
 
   /** Every socket the agent listens on (after start; in 'agent-ips' mode, after `settled()`). */
@@ -128,10 +150,10 @@ export class CmonAgentPlugin implements CnAgentPlugin {
     if (this.running && this.options.bind === 'agent-ips') this.openFor(cn);
   }
 
-  detach(uuid: string): void {
+  detach(uuid: string): Promise<void> | undefined {
     this.index.invalidate();
     this.bank.forgetPrefix(`gz:${uuid}`);
-    if (this.running && this.options.bind === 'agent-ips') this.closeUnused();
+    return this.running && this.options.bind === 'agent-ips' ? this.closeUnused() : undefined;
   }
 
   private openFor(cn: MockCn): void {
@@ -144,15 +166,14 @@ export class CmonAgentPlugin implements CnAgentPlugin {
   }
 
   /** 'agent-ips' mode: close the sockets of addresses no CN has any more. */
-  private closeUnused(): void {
+  private async closeUnused(): Promise<void> {
     const inUse = new Set<string>();
     for (const cn of this.ctx.fleet.list()) {
       const ip = agentIpOf(cn);
       if (ip) inUse.add(ip);
     }
-    for (const { ip } of this.listeners.addresses()) {
-      if (!inUse.has(ip)) void this.listeners.close(ip);
-    }
+    const unused = this.listeners.addresses().filter(({ ip }) => !inUse.has(ip));
+    await Promise.all(unused.map(({ ip }) => this.listeners.close(ip)));
   }
 
   stats(): Record<string, number> {
