@@ -143,8 +143,25 @@ export class JsonHttpClient {
    * heartbeat behind them waited 12 s).
    */
   private readonly background: Gate;
+  private interceptorFn: OutboundInterceptor | undefined;
+  private readonly interceptorWatchers = new Set<(installed: boolean) => void>();
   /** See OutboundInterceptor; undefined (no check at all) unless a fault event needs it. */
-  interceptor: OutboundInterceptor | undefined;
+  get interceptor(): OutboundInterceptor | undefined {
+    return this.interceptorFn;
+  }
+  set interceptor(fn: OutboundInterceptor | undefined) {
+    const was = this.interceptorFn !== undefined;
+    this.interceptorFn = fn;
+    if (was !== (fn !== undefined)) for (const w of this.interceptorWatchers) w(fn !== undefined);
+  }
+  /**
+   * `fn(installed)` whenever an interceptor comes or goes: requests sent by another client on
+   * the client's behalf (the heartbeat thread's) come back here while one is installed.
+   */
+  watchInterceptor(fn: (installed: boolean) => void): () => void {
+    this.interceptorWatchers.add(fn);
+    return () => this.interceptorWatchers.delete(fn);
+  }
   /** See RequestObserver; undefined costs nothing. */
   observer: RequestObserver | undefined;
 
@@ -177,7 +194,7 @@ export class JsonHttpClient {
   /** Any answer, 2xx or not; rejects only on transport errors and timeouts. */
   request<T = unknown>(req: HttpRequest): Promise<HttpResponse<T>> {
     // Held before the background gate: a partitioned CN's requests take no other CN's turn.
-    const held = this.interceptor?.(req, req.timeoutMs ?? this.timeoutMs);
+    const held = this.interceptorFn?.(req, req.timeoutMs ?? this.timeoutMs);
     if (held) {
       const t0 = performance.now();
       return held.then(

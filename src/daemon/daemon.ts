@@ -199,7 +199,7 @@ export class Daemon {
     // Twice the expected pause: on a busy machine a collection took 2.9 s where 1.4 s was
     // expected. Never more than one interval: each CN's heartbeat is then sent once, now.
     const windowMs = Math.min(this.reporter.timings.heartbeatIntervalMs, 2 * expectedMs + AHEAD_WAIT_MS + AHEAD_MARGIN_MS);
-    const { sent, answered } = this.reporter.sendHeartbeatsAhead(windowMs);
+    const { sent, answered } = await this.reporter.sendHeartbeatsAhead(windowMs);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, AHEAD_WAIT_MS)))]);
     clearTimeout(timer);
@@ -303,6 +303,7 @@ export class Daemon {
         onError: (kind) => this.countError(`cnapi.${kind}`),
         onHeartbeatLate: metrics.heartbeatLate,
         onFirstHeartbeat: (cn) => boot.service.heartbeat(cn),
+        heartbeatThread: true,
       });
       this.reporterInstance = reporter;
       reporter.start();

@@ -59,7 +59,11 @@ function makeCn(agentPort = 45678): { cn: MockCnImpl; store: FakeVmStore } {
   return { cn, store };
 }
 
-describe('CNAPI reporter', () => {
+// Every behaviour holds with the heartbeats on the main thread and on the heartbeat thread.
+describe.each([
+  { thread: false, where: 'on the main thread' },
+  { thread: true, where: 'on their own thread' },
+])('CNAPI reporter, heartbeats $where', ({ thread }) => {
   let cnapi: RecordingTriton;
   let scheduler: Scheduler;
   let http: JsonHttpClient;
@@ -73,14 +77,14 @@ describe('CNAPI reporter', () => {
   });
 
   afterEach(async () => {
-    reporter?.stop();
+    await reporter?.stop();
     scheduler.stop();
     http.close();
     await cnapi.stop();
   });
 
   function startReporter(timings: Partial<ReporterTimings> = FAST): CnapiReporter {
-    reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: cnapi.url, timings });
+    reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: cnapi.url, timings, heartbeatThread: thread });
     reporter.start();
     return reporter;
   }
@@ -115,9 +119,9 @@ describe('CNAPI reporter', () => {
     // Answered (the next one scheduled), not only seen by CNAPI.
     await waitFor(() => cns.every((cn) => reporter.lastHeartbeatAt(cn.uuid)), 30_000, 'first heartbeats');
     expect(beats()).toBe(cns.length);
-    expect(reporter.sendHeartbeatsAhead(1000).sent).toBe(0);
+    expect((await reporter.sendHeartbeatsAhead(1000)).sent).toBe(0);
     const sentAt = Date.now();
-    const ahead = reporter.sendHeartbeatsAhead(61_000);
+    const ahead = await reporter.sendHeartbeatsAhead(61_000);
     expect(ahead.sent).toBe(cns.length);
     // Resolves once every one of them has been answered.
     await ahead.answered;
@@ -126,7 +130,7 @@ describe('CNAPI reporter', () => {
     expect(Date.now() - sentAt).toBeLessThan(30_000);
     for (const cn of cns) expect(cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`))).toHaveLength(2);
     // The next ones follow the interval again.
-    expect(reporter.sendHeartbeatsAhead(1000).sent).toBe(0);
+    expect((await reporter.sendHeartbeatsAhead(1000)).sent).toBe(0);
   });
 
   it('uses the real agent\'s intervals by default', () => {
@@ -388,7 +392,7 @@ describe('CNAPI reporter', () => {
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
-      reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: url, timings: FAST });
+      reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: url, timings: FAST, heartbeatThread: thread });
       reporter.start();
       const { cn } = makeCn();
       cn.hooks = reporter;
@@ -406,7 +410,7 @@ describe('CNAPI reporter', () => {
       expect(order.filter((o) => o === `POST /servers/${cn.uuid}`)).toHaveLength(2);
       expect(overlaps).toEqual([]);
     } finally {
-      reporter.stop();
+      await reporter.stop();
       slow.closeAllConnections();
       await new Promise<void>((resolve) => slow.close(() => resolve()));
     }
@@ -453,6 +457,7 @@ describe('CNAPI reporter', () => {
   it('keeps heartbeats on time while the CN\'s status report hangs at CNAPI', async () => {
     const late: number[] = [];
     reporter = new CnapiReporter({
+      heartbeatThread: thread,
       log: createQuietLogger(),
       scheduler,
       http,
@@ -472,7 +477,9 @@ describe('CNAPI reporter', () => {
     const before = beats();
     await waitFor(() => beats() >= before + 6, 10_000, 'heartbeats while the status report hangs');
     expect(cnapi.parked.filter((p) => isStatus(p.rec))).toHaveLength(1);
-    // Lateness is taken as each heartbeat leaves: none of them waited for the status report.
+    // Lateness is taken as each heartbeat leaves (the thread's reach this one with its answer):
+    // none of them waited for the status report.
+    await waitFor(() => late.length >= lateBefore + 5, 10_000, 'the heartbeats\' lateness');
     const lateDuring = late.slice(lateBefore);
     expect(lateDuring.length).toBeGreaterThanOrEqual(5);
     expect(Math.max(...lateDuring)).toBeLessThan((Date.now() - heldAt) / 2);
@@ -487,6 +494,7 @@ describe('CNAPI reporter', () => {
     try {
       let thrown = 0;
       reporter = new CnapiReporter({
+        heartbeatThread: thread,
         log: createQuietLogger(),
         scheduler,
         http,
@@ -527,11 +535,11 @@ describe('CNAPI reporter', () => {
     reporter.sysinfoChanged(a!);
     await waitFor(() => cnapi.find('POST', sysinfoOfA).length >= 3, 10_000, 'registration retries');
     const bounded = (p: Promise<void>) => Promise.race([p.then(() => 'answered'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))]);
-    const first = reporter.sendHeartbeatsAhead(61_000);
+    const first = await reporter.sendHeartbeatsAhead(61_000);
     expect(first.sent).toBe(1);
     expect(await bounded(first.answered)).toBe('answered');
     // The one sent for b is answered; nothing is left for a later call to wait for.
-    const second = reporter.sendHeartbeatsAhead(1000);
+    const second = await reporter.sendHeartbeatsAhead(1000);
     expect(second.sent).toBe(0);
     expect(await bounded(second.answered)).toBe('answered');
     cnapi.clearFailures();

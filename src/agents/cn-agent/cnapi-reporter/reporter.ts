@@ -46,6 +46,8 @@ import { schedulerNow, type Scheduler, type ScheduledJob } from '../../../runtim
 import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
 import type { AgentRecord, MockCn, PowerChange } from '../../../mockcn/types.js';
 import { buildStatusSample } from './status-sample.js';
+import type { HeartbeatResult } from './heartbeat-protocol.js';
+import { HeartbeatThread } from './heartbeat-thread.js';
 import { backoffDelay, resolveTimings, type ReporterTimings } from './timings.js';
 
 /** Message kinds, in the order a free queue takes them. */
@@ -82,6 +84,11 @@ export interface CnapiReporterOptions {
   onHeartbeatLate?: (ms: number) => void;
   /** CNAPI accepted the first heartbeat of a CN since it came up (the boot report's `running`). */
   onFirstHeartbeat?: (cn: MockCn) => void;
+  /**
+   * Heartbeats on a thread of their own (heartbeat-loop.ts), so that a main thread busy with
+   * a burst of tasks, or paused by a collection, does not make them late. Not in standalone.
+   */
+  heartbeatThread?: boolean;
 }
 
 export interface ReporterCounters {
@@ -122,6 +129,11 @@ class CnLink {
   current = 0;
   /** Its heartbeat on its way to CNAPI (never rejects): a detach waits for it. */
   beat: Promise<void> | undefined;
+  /** Its heartbeats run on the heartbeat thread (begun there, not ended). */
+  threaded = false;
+  /** What the thread was last told: held behind the queue, and the slow-heartbeat lateness. */
+  threadHeld = false;
+  threadLateMs = 0;
   heartbeatJob: ScheduledJob | undefined;
   statusJob: ScheduledJob | undefined;
   retryJob: ScheduledJob | undefined;
@@ -154,6 +166,13 @@ export class CnapiReporter implements MockCnHooks {
   private readonly onError: ((kind: MessageKind) => void) | undefined;
   private readonly onHeartbeatLate: ((ms: number) => void) | undefined;
   private readonly onFirstHeartbeat: ((cn: MockCn) => void) | undefined;
+  private readonly useThread: boolean;
+  private thread: HeartbeatThread | undefined;
+  private unwatchInterceptor: (() => void) | undefined;
+  /** Per CN, the detaches waiting for the thread to end its heartbeats (one `ended` per `end`). */
+  private readonly threadEnds = new Map<string, (() => void)[]>();
+  private readonly aheadCalls = new Map<number, { sent: (n: number) => void; answered: () => void }>();
+  private aheadIds = 0;
   private running = false;
   /** Per CN, the end of its last write to CNAPI while one is under way (one write at a time). */
   private readonly writes = new Map<string, Promise<unknown>>();
@@ -168,6 +187,7 @@ export class CnapiReporter implements MockCnHooks {
     this.onError = opts.onError;
     this.onHeartbeatLate = opts.onHeartbeatLate;
     this.onFirstHeartbeat = opts.onFirstHeartbeat;
+    this.useThread = opts.heartbeatThread === true && this.cnapiUrl !== undefined;
   }
 
   get standalone(): boolean {
@@ -177,12 +197,50 @@ export class CnapiReporter implements MockCnHooks {
   start(): void {
     this.running = true;
     if (this.standalone) this.log.warn('no CNAPI configured: mock CNs count as registered and report to no one');
+    if (this.useThread && !this.thread) this.startThread();
     for (const link of this.links.values()) this.pump(link);
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.running = false;
     for (const link of this.links.values()) this.cancelJobs(link);
+    const thread = this.thread;
+    this.thread = undefined;
+    this.unwatchInterceptor?.();
+    this.unwatchInterceptor = undefined;
+    for (const link of this.links.values()) link.threaded = false;
+    for (const waiters of this.threadEnds.values()) for (const w of waiters) w();
+    this.threadEnds.clear();
+    for (const call of this.aheadCalls.values()) {
+      call.sent(0);
+      call.answered();
+    }
+    this.aheadCalls.clear();
+    await thread?.close();
+  }
+
+  private startThread(): void {
+    const thread = new HeartbeatThread(
+      { cnapiUrl: this.cnapiUrl!, intervalMs: this.timings.heartbeatIntervalMs, requestTimeoutMs: this.timings.requestTimeoutMs },
+      {
+        results: (results) => {
+          for (const r of results) this.threadResult(r);
+        },
+        ended: (uuid) => this.threadEnds.get(uuid)?.shift()?.(),
+        send: (uuid, seq, lateMs) => void this.sendForThread(uuid, seq, lateMs),
+        aheadSent: (id, sent) => this.aheadCalls.get(id)?.sent(sent),
+        aheadAnswered: (id) => {
+          const call = this.aheadCalls.get(id);
+          this.aheadCalls.delete(id);
+          call?.answered();
+        },
+      },
+      this.log,
+    );
+    this.thread = thread;
+    const gate = (on: boolean): void => thread.tell({ op: 'gate', on });
+    if (this.http.interceptor) gate(true);
+    this.unwatchInterceptor = this.http.watchInterceptor(gate);
   }
 
   /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
@@ -205,7 +263,7 @@ export class CnapiReporter implements MockCnHooks {
    * the interval after it. `answered` resolves when all of them have been answered (or their
    * CNs detached).
    */
-  sendHeartbeatsAhead(withinMs: number): { sent: number; answered: Promise<void> } {
+  async sendHeartbeatsAhead(withinMs: number): Promise<{ sent: number; answered: Promise<void> }> {
     // Each call waits for its own heartbeats only: nothing is kept for a caller that stopped
     // waiting, and a heartbeat that cannot go now does not hold later calls.
     const batch: AheadBatch = { pending: 0, answered: () => undefined };
@@ -221,9 +279,19 @@ export class CnapiReporter implements MockCnHooks {
         link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link), HOT);
       }
     }
-    const sent = batch.pending;
+    let sent = batch.pending;
     const answered = sent === 0 ? Promise.resolve() : new Promise<void>((resolve) => (batch.answered = resolve));
-    return { sent, answered };
+    const thread = this.thread;
+    if (!thread || !this.running) return { sent, answered };
+    // The thread's own heartbeats: it does not pause with this thread, but CNAPI may (the dev
+    // headnode answers on this thread).
+    const id = ++this.aheadIds;
+    let threadAnswered!: () => void;
+    const threadDone = new Promise<void>((resolve) => (threadAnswered = resolve));
+    const threadSent = new Promise<number>((resolve) => this.aheadCalls.set(id, { sent: resolve, answered: threadAnswered }));
+    thread.tell({ op: 'ahead', id, withinMs });
+    sent += await threadSent;
+    return { sent, answered: Promise.all([answered, threadDone]).then(() => undefined) };
   }
 
   private aheadAnswered(link: CnLink): void {
@@ -353,6 +421,7 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private pump(link: CnLink): void {
+    if (link.threaded) this.syncThreadHold(link);
     if (link.busy || link.detached || !this.running) return;
     for (const kind of KINDS) {
       if ((link.pending & kind) === 0) continue;
@@ -360,9 +429,65 @@ export class CnapiReporter implements MockCnHooks {
       if (kind === SYSINFO && link.started && link.sentGen === link.sysinfoGen) continue;
       link.busy = true;
       link.current = kind;
+      if (link.threaded) this.syncThreadHold(link);
       this.run(link, kind);
       return;
     }
+    if (link.threaded) this.syncThreadHold(link);
+  }
+
+  /** The thread's heartbeats of a CN wait while a registration or its agents POST is queued or under way. */
+  private syncThreadHold(link: CnLink): void {
+    const held = this.waitsForQueue(link);
+    if (held === link.threadHeld || !this.thread) return;
+    link.threadHeld = held;
+    const uuid = link.cn.uuid;
+    this.thread.tell(held ? { op: 'hold', uuid } : { op: 'release', uuid, userAgent: this.userAgent(link.cn) });
+  }
+
+  /** A heartbeat the thread sent: counted, logged and followed up as one sent here. */
+  private threadResult(r: HeartbeatResult): void {
+    const ok = r.statusCode >= 200 && r.statusCode < 300;
+    this.http.stats.requests++;
+    const url = `${this.cnapiUrl}/servers/${r.uuid}/events/heartbeat`;
+    const observer = this.http.observer;
+    if (ok) this.accepted(r.uuid, 'heartbeat');
+    else {
+      this.http.stats.errors += r.statusCode === 0 ? 1 : 0;
+      const reason =
+        r.statusCode === 0
+          ? (r.message ?? 'failed')
+          : `${r.statusCode}${r.code ? ` ${r.code}` : ''}${r.message ? `: ${r.message}` : ''}`;
+      this.refused(r.uuid, 'heartbeat', reason);
+    }
+    if (observer) {
+      const req = { method: 'POST' as const, url, hot: true };
+      observer(req, r.statusCode === 0 ? undefined : r.statusCode, r.statusCode === 0 ? new Error(r.message ?? 'failed') : undefined, r.ms);
+    }
+    const link = this.links.get(r.uuid);
+    if (link?.threaded) this.threadBeatAnswered(link, ok ? true : 'failed', r.lateMs, r.at);
+  }
+
+  /** Gated (fault events on): the thread's heartbeat goes through this thread's client and its fault seam. */
+  private async sendForThread(uuid: string, seq: number, lateMs: number): Promise<void> {
+    const link = this.links.get(uuid);
+    if (link?.threaded && !link.detached) {
+      const result = await this.post(link.cn, 'heartbeat', `/servers/${uuid}/events/heartbeat`, {}, false);
+      if (link.threaded && !link.detached) this.threadBeatAnswered(link, result, lateMs, Date.now());
+    }
+    this.thread?.tell({ op: 'sent', uuid, seq });
+  }
+
+  private threadBeatAnswered(link: CnLink, result: true | string, lateMs: number, at: number): void {
+    if (lateMs >= 0) this.onHeartbeatLate?.(lateMs);
+    const first = result === true && link.lastHeartbeatAt === 0;
+    if (result === true) link.lastHeartbeatAt = at;
+    const late = link.cn.conditions?.heartbeatLateMs ?? 0;
+    if (late !== link.threadLateMs) {
+      link.threadLateMs = late;
+      this.thread?.tell({ op: 'late', uuid: link.cn.uuid, lateMs: late });
+    }
+    if (first) this.onFirstHeartbeat?.(link.cn);
   }
 
   private done(link: CnLink): void {
@@ -423,7 +548,14 @@ export class CnapiReporter implements MockCnHooks {
     link.started = true;
     link.pending |= AGENTS;
     const spread = this.timings.startSpreadMs;
-    link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HOT);
+    if (this.thread) {
+      link.threaded = true;
+      link.threadHeld = true;
+      link.threadLateMs = link.cn.conditions?.heartbeatLateMs ?? 0;
+      this.thread.tell({
+        op: 'begin', uuid: link.cn.uuid, userAgent: this.userAgent(link.cn), delayMs: Math.random() * spread, lateMs: link.threadLateMs, held: true,
+      });
+    } else link.heartbeatJob = this.scheduler.schedule(Math.random() * spread, () => this.heartbeatDue(link), HOT);
     link.statusDirty = true;
     this.scheduleStatus(link, Math.random() * Math.min(spread, this.timings.statusThrottleMs));
   }
@@ -566,8 +698,7 @@ export class CnapiReporter implements MockCnHooks {
       });
       const res = await request;
       if (res.statusCode >= 200 && res.statusCode < 300) {
-        this.counters[kind].ok++;
-        this.recovered(cn, kind, bit);
+        this.accepted(cn.uuid, kind);
         return true;
       }
       if (oldCnapiOk && res.statusCode === 404 && res.body?.code === 'ResourceNotFound') {
@@ -578,27 +709,37 @@ export class CnapiReporter implements MockCnHooks {
     } catch (err) {
       reason = (err as Error).message || String(err);
     }
+    this.refused(cn.uuid, kind, reason);
+    return reason;
+  }
+
+  private accepted(uuid: string, kind: MessageKind): void {
+    this.counters[kind].ok++;
+    this.recovered(uuid, kind, KIND_BITS[kind]);
+  }
+
+  private refused(uuid: string, kind: MessageKind, reason: string): void {
+    const bit = KIND_BITS[kind];
     this.counters[kind].failed++;
     this.lastFailure = { kind, reason, at: new Date().toISOString() };
     this.onError?.(kind);
-    const link = this.links.get(cn.uuid);
+    const link = this.links.get(uuid);
     if (link && (link.failing & bit) === 0) {
       link.failing |= bit;
-      this.log.debug({ server: cn.uuid, kind, reason }, `CNAPI ${kind} failed`);
+      this.log.debug({ server: uuid, kind, reason }, `CNAPI ${kind} failed`);
       // One warning when the first CN starts failing, not one per CN: 10,000 CNs against a
       // CNAPI that is down must not flood the log. `mockcloud status` has the counts.
       if (this.failingCns[kind]++ === 0) {
         this.log.warn(
-          { server: cn.uuid, kind, reason, cnapi: this.cnapiUrl },
+          { server: uuid, kind, reason, cnapi: this.cnapiUrl },
           `CNAPI ${kind} failed (${reason}); retrying as the real agent does; further failures are counted in status, not logged`,
         );
       }
     }
-    return reason;
   }
 
-  private recovered(cn: MockCn, kind: MessageKind, bit: number): void {
-    const link = this.links.get(cn.uuid);
+  private recovered(uuid: string, kind: MessageKind, bit: number): void {
+    const link = this.links.get(uuid);
     if (link && (link.failing & bit) !== 0) {
       link.failing &= ~bit;
       if (--this.failingCns[kind] === 0) this.log.info({ kind, cnapi: this.cnapiUrl }, `CNAPI ${kind} works again for every CN`);
@@ -625,6 +766,18 @@ export class CnapiReporter implements MockCnHooks {
     link.unsubscribe?.();
     link.unsubscribe = undefined;
     this.cancelJobs(link);
+    if (link.threaded && this.thread) {
+      // Its heartbeat on its way is waited for as one sent here would be.
+      link.threaded = false;
+      const uuid = link.cn.uuid;
+      let waiters = this.threadEnds.get(uuid);
+      if (!waiters) this.threadEnds.set(uuid, (waiters = []));
+      const list = waiters;
+      link.beat = new Promise<void>((resolve) => list.push(resolve)).then(() => {
+        if (list.length === 0 && this.threadEnds.get(uuid) === list) this.threadEnds.delete(uuid);
+      });
+      this.thread.tell({ op: 'end', uuid });
+    }
     if (this.links.get(link.cn.uuid) === link) this.links.delete(link.cn.uuid);
   }
 }
