@@ -125,4 +125,27 @@ describe('the heartbeat thread', () => {
       expect(during).toEqual([]);
     }
   });
+
+  it('goes on heartbeating from the main thread when the heartbeat thread dies', async () => {
+    const cnapiUrl = await startCnapi();
+    scheduler.start();
+    reporter = new CnapiReporter({
+      log: createQuietLogger(),
+      scheduler,
+      http,
+      cnapiUrl,
+      timings: { heartbeatIntervalMs: 100, startSpreadMs: 20, requestTimeoutMs: 5000 },
+      heartbeatThread: true,
+    });
+    reporter.start();
+    const cn = makeCn();
+    reporter.attach(cn);
+    await waitFor(() => reporter!.lastHeartbeatAt(cn.uuid), 10_000, 'first heartbeat');
+    // What an uncaught error in the thread comes to: its worker ends.
+    const worker = (reporter as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread.worker;
+    await worker.terminate();
+    const diedAt = Date.now();
+    await waitFor(async () => (await beatsOf(cnapiUrl, [cn.uuid])).some((at) => at > diedAt + 300), 10_000, 'heartbeats after the thread died');
+    expect(reporter.lastHeartbeatAt(cn.uuid)).toBeGreaterThan(diedAt);
+  });
 });

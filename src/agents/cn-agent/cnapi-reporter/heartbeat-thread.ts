@@ -16,6 +16,8 @@ export interface HeartbeatThreadHandlers {
   send(uuid: string, seq: number, lateMs: number): void;
   aheadSent(id: number, sent: number): void;
   aheadAnswered(id: number): void;
+  /** The thread ended without being closed (it threw): its heartbeats are the main thread's again. */
+  lost(err: unknown): void;
 }
 
 /**
@@ -60,7 +62,16 @@ export class HeartbeatThread {
           return;
       }
     });
-    this.worker.on('error', (err) => log.error({ err }, 'the heartbeat thread failed'));
+    let failure: unknown;
+    this.worker.on('error', (err) => {
+      failure = err;
+      log.error({ err }, 'the heartbeat thread failed');
+    });
+    this.worker.on('exit', (code) => {
+      if (this.closed) return;
+      this.closed = true;
+      handlers.lost(failure ?? new Error(`the heartbeat thread exited (code ${code})`));
+    });
     // It must not keep a daemon that is done from exiting.
     this.worker.unref();
   }

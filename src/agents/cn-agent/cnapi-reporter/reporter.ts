@@ -20,6 +20,14 @@
  * shared JsonHttpClient, the heartbeats on its hot lane (never behind the fleet's status
  * reports waiting for a connection). No timer, socket or client per CN.
  *
+ * With `heartbeatThread` (the daemon's way) the heartbeat loops run on one worker thread for
+ * the fleet instead (heartbeat-loop.ts): under a burst of tasks this thread's turns take
+ * hundreds of ms and a heartbeat that waits for them comes seconds late. The queue still
+ * decides when a CN's heartbeats are held (behind its registration), and answers come back
+ * here in batches to be counted. While fault events are on, the thread hands each heartbeat
+ * back to be sent through this thread's client and its fault seam; if the thread dies, its
+ * heartbeats go on from here.
+ *
  * One write at a time per CN: every write of a CN (sysinfo, agents, status: the queue's, the
  * agents POST of the agents tasks, the last status of a shutdown) waits for the CN's previous
  * one to be answered. CNAPI updates the server's one Moray object for sysinfo, agents and
@@ -204,11 +212,21 @@ export class CnapiReporter implements MockCnHooks {
   async stop(): Promise<void> {
     this.running = false;
     for (const link of this.links.values()) this.cancelJobs(link);
+    const { thread } = this.forgetThread();
+    await thread?.close();
+  }
+
+  /** Nothing waits for the thread any more; its CNs are no longer threaded. */
+  private forgetThread(): { thread: HeartbeatThread | undefined; threaded: CnLink[] } {
     const thread = this.thread;
     this.thread = undefined;
     this.unwatchInterceptor?.();
     this.unwatchInterceptor = undefined;
-    for (const link of this.links.values()) link.threaded = false;
+    const threaded: CnLink[] = [];
+    for (const link of this.links.values()) {
+      if (link.threaded) threaded.push(link);
+      link.threaded = false;
+    }
     for (const waiters of this.threadEnds.values()) for (const w of waiters) w();
     this.threadEnds.clear();
     for (const call of this.aheadCalls.values()) {
@@ -216,7 +234,17 @@ export class CnapiReporter implements MockCnHooks {
       call.answered();
     }
     this.aheadCalls.clear();
-    await thread?.close();
+    return { thread, threaded };
+  }
+
+  /** The thread died: its CNs' heartbeats go on from this thread, none of them dropped. */
+  private threadLost(err: unknown): void {
+    this.log.error({ err }, 'the heartbeat thread ended; heartbeats go on from the main thread');
+    const { threaded } = this.forgetThread();
+    for (const link of threaded) {
+      if (link.detached || !this.running) continue;
+      link.heartbeatJob = this.scheduler.schedule(0, () => this.heartbeatDue(link), HOT);
+    }
   }
 
   private startThread(): void {
@@ -234,6 +262,7 @@ export class CnapiReporter implements MockCnHooks {
           this.aheadCalls.delete(id);
           call?.answered();
         },
+        lost: (err) => this.threadLost(err),
       },
       this.log,
     );
