@@ -66,8 +66,10 @@ export function disablePretenuring(): void {
  * live, and the RSS per task in flight was 160 KB. At 1.5x it was 86 KB and the idle fleet's
  * RSS a quarter less; V8's full collections in the burst, 30 instead of 4, paused 42 ms at most
  * (their marking runs beside the program), and the burst took no longer (docs/timing.md).
+ * At 1.25x, once heartbeats had a thread of their own (a collection no longer holds them), it
+ * was 61 KB (52 KB without the VMs the burst had made), and the burst again no slower.
  */
-export const HEAP_GROWING_PERCENT = 50;
+export const HEAP_GROWING_PERCENT = 25;
 
 /** Cap old space's growth between full collections (HEAP_GROWING_PERCENT). Call at start. */
 export function capHeapGrowth(): void {
