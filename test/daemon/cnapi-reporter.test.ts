@@ -13,13 +13,9 @@ import { JsonHttpClient } from '../../src/common/http-client.js';
 import { createQuietLogger } from '../../src/common/log.js';
 import { newUuid } from '../../src/common/uuid.js';
 import { Scheduler } from '../../src/runtime/scheduler.js';
-import { MockCnImpl } from '../../src/mockcn/mock-cn.js';
-import { pathsUnder } from '../../src/mockcn/layout.js';
-import { getProfile } from '../../src/mockcn/profiles.js';
-import { buildSysinfo, randomMockMac } from '../../src/mockcn/sysinfo-template.js';
-import type { VmStore } from '../../src/vmadm/types.js';
-import { FakeVmStore, fakeVm, waitFor } from './helpers/fakes.js';
+import { fakeVm, waitFor } from './helpers/fakes.js';
 import { RecordingTriton } from './helpers/recording-triton.js';
+import { makeReportingCn } from './helpers/reporting-cn.js';
 
 const require = createRequire(import.meta.url);
 const netconfig = require('triton-netconfig') as { agentIpFromSysinfo(s: unknown): string };
@@ -33,31 +29,7 @@ const FAST: Partial<ReporterTimings> = {
   sysinfoBackoff: { minMs: 40, maxMs: 400, factor: 1.6, jitter: 0.2 },
 };
 
-function makeCn(agentPort = 45678): { cn: MockCnImpl; store: FakeVmStore } {
-  const uuid = newUuid();
-  const store = new FakeVmStore(uuid);
-  const sysinfo = buildSysinfo({
-    uuid,
-    profile: getProfile('virtual'),
-    datacenterName: 'testdc',
-    platform: '20240101T000000Z',
-    adminMac: randomMockMac(),
-    adminIp: '10.99.99.7',
-    extraMac: randomMockMac(),
-  });
-  const cn = new MockCnImpl({
-    uuid,
-    paths: pathsUnder(`/nonexistent/${uuid}`),
-    vms: store as unknown as VmStore,
-    sysinfo,
-    agents: [
-      { name: 'cn-agent', version: '2.15.0', image_uuid: newUuid(), uuid: newUuid() },
-      { name: 'vm-agent', version: '1.9.1', image_uuid: newUuid(), uuid: newUuid() },
-    ],
-  });
-  cn.agentAddress = { ip: '127.0.0.1', port: agentPort };
-  return { cn, store };
-}
+const makeCn = makeReportingCn;
 
 // Every behaviour holds with the heartbeats on the main thread and on the heartbeat thread.
 describe.each([

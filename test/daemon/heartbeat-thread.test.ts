@@ -9,14 +9,10 @@ import { once } from 'node:events';
 import { CnapiReporter } from '../../src/agents/cn-agent/cnapi-reporter/reporter.js';
 import { JsonHttpClient } from '../../src/common/http-client.js';
 import { createQuietLogger } from '../../src/common/log.js';
-import { newUuid } from '../../src/common/uuid.js';
 import { Scheduler } from '../../src/runtime/scheduler.js';
-import { MockCnImpl } from '../../src/mockcn/mock-cn.js';
-import { pathsUnder } from '../../src/mockcn/layout.js';
-import { getProfile } from '../../src/mockcn/profiles.js';
-import { buildSysinfo, randomMockMac } from '../../src/mockcn/sysinfo-template.js';
-import type { VmStore } from '../../src/vmadm/types.js';
-import { FakeVmStore, waitFor } from './helpers/fakes.js';
+import type { MockCnImpl } from '../../src/mockcn/mock-cn.js';
+import { waitFor } from './helpers/fakes.js';
+import { makeReportingCn } from './helpers/reporting-cn.js';
 
 /** A CNAPI that accepts every POST and tells, on GET /beats, when each heartbeat arrived. */
 const CNAPI_PROCESS = `
@@ -38,26 +34,7 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
 
-function makeCn(): MockCnImpl {
-  const uuid = newUuid();
-  const cn = new MockCnImpl({
-    uuid,
-    paths: pathsUnder(`/nonexistent/${uuid}`),
-    vms: new FakeVmStore(uuid) as unknown as VmStore,
-    sysinfo: buildSysinfo({
-      uuid,
-      profile: getProfile('virtual'),
-      datacenterName: 'testdc',
-      platform: '20240101T000000Z',
-      adminMac: randomMockMac(),
-      adminIp: '10.99.99.7',
-      extraMac: randomMockMac(),
-    }),
-    agents: [{ name: 'cn-agent', version: '2.15.0', image_uuid: newUuid(), uuid: newUuid() }],
-  });
-  cn.agentAddress = { ip: '127.0.0.1', port: 45678 };
-  return cn;
-}
+const makeCn = (): MockCnImpl => makeReportingCn().cn;
 
 /** Keeps this thread's event loop for `ms` (bounded by the clock). */
 function blockMainThread(ms: number): void {
@@ -86,6 +63,21 @@ describe('the heartbeat thread', () => {
     return `http://127.0.0.1:${line.toString().trim()}`;
   }
 
+  /** Heartbeats every 100 ms, to the CNAPI process. */
+  function startReporter(cnapiUrl: string, thread: boolean): CnapiReporter {
+    scheduler.start();
+    reporter = new CnapiReporter({
+      log: createQuietLogger(),
+      scheduler,
+      http,
+      cnapiUrl,
+      timings: { heartbeatIntervalMs: 100, startSpreadMs: 20, requestTimeoutMs: 5000 },
+      heartbeatThread: thread,
+    });
+    reporter.start();
+    return reporter;
+  }
+
   async function beatsOf(url: string, uuids: string[]): Promise<number[]> {
     const res = await fetch(`${url}/beats`);
     const all = (await res.json()) as { path: string; at: number }[];
@@ -97,19 +89,10 @@ describe('the heartbeat thread', () => {
     { thread: false, during: 'sends none (the main thread sends them)' },
   ])('while the main thread is blocked for 1.5 s, a reporter with thread=$thread $during', async ({ thread }) => {
     const cnapiUrl = await startCnapi();
-    scheduler.start();
-    reporter = new CnapiReporter({
-      log: createQuietLogger(),
-      scheduler,
-      http,
-      cnapiUrl,
-      timings: { heartbeatIntervalMs: 100, startSpreadMs: 20, requestTimeoutMs: 5000 },
-      heartbeatThread: thread,
-    });
-    reporter.start();
+    const r = startReporter(cnapiUrl, thread);
     const cns = [makeCn(), makeCn()];
-    for (const cn of cns) reporter.attach(cn);
-    await waitFor(() => cns.every((cn) => reporter!.lastHeartbeatAt(cn.uuid)), 10_000, 'first heartbeats');
+    for (const cn of cns) r.attach(cn);
+    await waitFor(() => cns.every((cn) => r.lastHeartbeatAt(cn.uuid)), 10_000, 'first heartbeats');
 
     const from = Date.now();
     blockMainThread(1500);
@@ -119,8 +102,8 @@ describe('the heartbeat thread', () => {
       // 100 ms apart for each of the two CNs: some 26 in 1.3 s; a loaded machine gets fewer.
       expect(during.length).toBeGreaterThanOrEqual(6);
       // And the main thread hears of them once it turns again.
-      const counted = reporter.counters.heartbeat.ok;
-      await waitFor(() => reporter!.counters.heartbeat.ok > counted, 10_000, 'answers counted');
+      const counted = r.counters.heartbeat.ok;
+      await waitFor(() => r.counters.heartbeat.ok > counted, 10_000, 'answers counted');
     } else {
       expect(during).toEqual([]);
     }
@@ -128,24 +111,15 @@ describe('the heartbeat thread', () => {
 
   it('goes on heartbeating from the main thread when the heartbeat thread dies', async () => {
     const cnapiUrl = await startCnapi();
-    scheduler.start();
-    reporter = new CnapiReporter({
-      log: createQuietLogger(),
-      scheduler,
-      http,
-      cnapiUrl,
-      timings: { heartbeatIntervalMs: 100, startSpreadMs: 20, requestTimeoutMs: 5000 },
-      heartbeatThread: true,
-    });
-    reporter.start();
+    const r = startReporter(cnapiUrl, true);
     const cn = makeCn();
-    reporter.attach(cn);
-    await waitFor(() => reporter!.lastHeartbeatAt(cn.uuid), 10_000, 'first heartbeat');
+    r.attach(cn);
+    await waitFor(() => r.lastHeartbeatAt(cn.uuid), 10_000, 'first heartbeat');
     // What an uncaught error in the thread comes to: its worker ends.
-    const worker = (reporter as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread.worker;
+    const worker = (r as unknown as { thread: { worker: { terminate(): Promise<number> } } }).thread.worker;
     await worker.terminate();
     const diedAt = Date.now();
     await waitFor(async () => (await beatsOf(cnapiUrl, [cn.uuid])).some((at) => at > diedAt + 300), 10_000, 'heartbeats after the thread died');
-    expect(reporter.lastHeartbeatAt(cn.uuid)).toBeGreaterThan(diedAt);
+    expect(r.lastHeartbeatAt(cn.uuid)).toBeGreaterThan(diedAt);
   });
 });
