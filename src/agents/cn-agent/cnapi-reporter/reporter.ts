@@ -450,7 +450,12 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private pump(link: CnLink): void {
+    this.takeNext(link);
+    // Every change of what the queue holds passes here (enqueue, done, start).
     if (link.threaded) this.syncThreadHold(link);
+  }
+
+  private takeNext(link: CnLink): void {
     if (link.busy || link.detached || !this.running) return;
     for (const kind of KINDS) {
       if ((link.pending & kind) === 0) continue;
@@ -458,11 +463,9 @@ export class CnapiReporter implements MockCnHooks {
       if (kind === SYSINFO && link.started && link.sentGen === link.sysinfoGen) continue;
       link.busy = true;
       link.current = kind;
-      if (link.threaded) this.syncThreadHold(link);
       this.run(link, kind);
       return;
     }
-    if (link.threaded) this.syncThreadHold(link);
   }
 
   /** The thread's heartbeats of a CN wait while a registration or its agents POST is queued or under way. */
@@ -478,19 +481,14 @@ export class CnapiReporter implements MockCnHooks {
   private threadResult(r: HeartbeatResult): void {
     const ok = r.statusCode >= 200 && r.statusCode < 300;
     this.http.stats.requests++;
-    const url = `${this.cnapiUrl}/servers/${r.uuid}/events/heartbeat`;
     const observer = this.http.observer;
     if (ok) this.accepted(r.uuid, 'heartbeat');
     else {
       this.http.stats.errors += r.statusCode === 0 ? 1 : 0;
-      const reason =
-        r.statusCode === 0
-          ? (r.message ?? 'failed')
-          : `${r.statusCode}${r.code ? ` ${r.code}` : ''}${r.message ? `: ${r.message}` : ''}`;
-      this.refused(r.uuid, 'heartbeat', reason);
+      this.refused(r.uuid, 'heartbeat', r.statusCode === 0 ? (r.message ?? 'failed') : refusal(r.statusCode, r));
     }
     if (observer) {
-      const req = { method: 'POST' as const, url, hot: true };
+      const req = { method: 'POST' as const, url: `${this.cnapiUrl}/servers/${r.uuid}/events/heartbeat`, hot: true };
       observer(req, r.statusCode === 0 ? undefined : r.statusCode, r.statusCode === 0 ? new Error(r.message ?? 'failed') : undefined, r.ms);
     }
     const link = this.links.get(r.uuid);
@@ -734,7 +732,7 @@ export class CnapiReporter implements MockCnHooks {
         this.counters[kind].ok++;
         return 'old-cnapi';
       }
-      reason = `${res.statusCode}${res.body?.code ? ` ${res.body.code}` : ''}${res.body?.message ? `: ${res.body.message}` : ''}`;
+      reason = refusal(res.statusCode, res.body);
     } catch (err) {
       reason = (err as Error).message || String(err);
     }
@@ -809,4 +807,9 @@ export class CnapiReporter implements MockCnHooks {
     }
     if (this.links.get(link.cn.uuid) === link) this.links.delete(link.cn.uuid);
   }
+}
+
+/** CNAPI's refusal in one line: the status, then its restify code and message when it gave them. */
+function refusal(statusCode: number, body: { code?: string; message?: string } | undefined): string {
+  return `${statusCode}${body?.code ? ` ${body.code}` : ''}${body?.message ? `: ${body.message}` : ''}`;
 }
