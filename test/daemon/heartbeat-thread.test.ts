@@ -1,6 +1,7 @@
 /**
  * The heartbeat thread: a main thread that does not give its event loop back (a burst of task
- * starts, a long collection) does not hold the fleet's heartbeats. CNAPI here is another
+ * starts, a long collection) does not hold the fleet's heartbeats, which go every interval after
+ * the last answer as sdc-cn-agent's lib/heartbeater.js sends them. CNAPI here is another
  * process, as it is for a mockcloud zone, so that only the daemon's side is blocked.
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,7 @@
 /**
  * The heartbeat thread's work: every threaded CN's heartbeat loop, as cn-agent runs it
- * (POST /servers/<uuid>/events/heartbeat, and the next one the interval after the answer),
+ * (sdc-cn-agent lib/heartbeater.js: POST /servers/<uuid>/events/heartbeat, and the next one
+ * the interval after the answer),
  * on the thread's own event loop and heap. Under a burst of tasks the main thread's turns run
  * hundreds of ms and its collections pause it; neither holds a heartbeat here.
  *
