@@ -264,6 +264,8 @@ export class ControlAnswers {
       /** Fault events running now (GET /events lists them). */
       activeEvents: this.d.events.size,
       eventLoop: this.eventLoopFigures(),
+      /** The heartbeat thread's own loop since the last /status: late turns, CPU time and waits for a CPU. */
+      heartbeatThread: reporter.heartbeatThreadFigures() ?? null,
       boot: bootStatus(this.d.boot, fleet.list()),
       errors: Object.fromEntries([...this.d.errors.entries()].sort()),
       cnapi: {

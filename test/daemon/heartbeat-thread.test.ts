@@ -123,4 +123,20 @@ describe('the heartbeat thread', () => {
     await waitFor(async () => (await beatsOf(cnapiUrl, [cn.uuid])).some((at) => at > diedAt + 300), 10_000, 'heartbeats after the thread died');
     expect(r.lastHeartbeatAt(cn.uuid)).toBeGreaterThan(diedAt);
   });
+
+  it('tells how its own event loop ran since it was last asked: late turns, and on Linux its CPU time and waits for a CPU', async () => {
+    const cnapiUrl = await startCnapi();
+    const r = startReporter(cnapiUrl, true);
+    r.attach(makeCn());
+    let figures: ReturnType<CnapiReporter['heartbeatThreadFigures']>;
+    await waitFor(() => (figures = r.heartbeatThreadFigures()) !== undefined, 10_000, "the thread's first second");
+    expect(figures!.seconds).toBeGreaterThanOrEqual(1);
+    expect(figures!.delayMaxMs).toBeGreaterThanOrEqual(0);
+    // Read again at once: nothing new yet (a second has not passed), so nothing is told twice.
+    expect(r.heartbeatThreadFigures()).toBeUndefined();
+    if (process.platform === 'linux') {
+      expect(figures!.cpuMs).toBeGreaterThan(0);
+      expect(figures!.runqueueWaitMs).toBeGreaterThanOrEqual(0);
+    }
+  });
 });

@@ -54,6 +54,7 @@ export function timingLines(t: TimingResult): string[] {
       `  heartbeats: worst gap ${fmt(r.worstHeartbeatGapMs / 1000, 2)} s (target ≤ ${TIMING_TARGETS.worstGapMs / 1000} s: ${verdict(r.worstHeartbeatGapMs <= TIMING_TARGETS.worstGapMs && r.silentCns === 0)}), ${fmtN(r.silentCns)} silent CNs; ` +
         `event loop delayed up to ${fmt((r.worstLoopDelayMs ?? NaN) / 1000, 2)} s, heartbeats run up to ${fmt((r.worstHotLagMs ?? NaN) / 1000, 2)} s late; ` +
         `${fmtN(r.gapsOver6s ?? NaN)} of ${fmtN(r.gaps ?? NaN)} gaps over 6 s; the sink's own loop delayed up to ${fmt((r.sinkLoopDelayMaxMs ?? NaN) / 1000, 2)} s`,
+      ...threadLine(r.heartbeatThread),
       `  of ${fmtN(r.heartbeatsLate?.count ?? NaN)} heartbeats, ${fmtN(r.heartbeatsLate?.over500ms ?? NaN)} went over 0.5 s late and ${fmtN(r.heartbeatsLate?.over1s ?? NaN)} over 1 s; ` +
         `of ${fmtN(r.cnapiPostsSlow?.count ?? NaN)} CNAPI POSTs, ${fmtN(r.cnapiPostsSlow?.over500ms ?? NaN)} were answered (read) after over 0.5 s and ${fmtN(r.cnapiPostsSlow?.over1s ?? NaN)} over 1 s`,
       `  memory: ${fmtN(r.peakInFlight)} tasks in flight at the peak, RSS ${mib(r.rssBeforeBytes)} before, ${mib(r.rssAtPeakBytes)} then: ` +
@@ -103,4 +104,15 @@ function grid(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)];
+}
+
+/** The heartbeat thread's own loop in the burst: its lateness, and whether it waited for a CPU. */
+function threadLine(t: NonNullable<TimingResult['burstResult']>['heartbeatThread']): string[] {
+  if (!t) return [];
+  const cpu = t.cpuSeconds !== undefined ? `, ${fmt(t.cpuSeconds, 1)} s on a CPU` : '';
+  const wait =
+    t.runqueueWaitSeconds !== undefined
+      ? `, ${fmt(t.runqueueWaitSeconds, 1)} s runnable waiting for one (at most ${fmt((t.worstRunqueueWaitMs ?? NaN) / 1000, 2)} s in a second)`
+      : '';
+  return [`  heartbeat thread: its loop delayed up to ${fmt(t.loopDelayMaxMs / 1000, 2)} s${cpu}${wait}`];
 }

@@ -145,7 +145,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     const plateau = (): DaemonSample => {
       const most = Math.max(0, ...samples.map((x) => x.inFlight));
       const at = samples.filter((x) => most > 0 && x.inFlight >= most * 0.95);
-      const mid = (k: keyof DaemonSample): number => median(at.map((x) => x[k]));
+      const mid = (k: NumericSample): number => median(at.map((x) => x[k]));
       return {
         inFlight: mid('inFlight'),
         rssBytes: mid('rssBytes'),
@@ -154,6 +154,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         externalBytes: mid('externalBytes'),
         loopDelayMaxMs: 0,
         hotLagMs: 0,
+        thread: undefined,
         vmsMade: mid('vmsMade'),
       };
     };
@@ -180,7 +181,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     const s: SinkStats = await sink.stats();
     const metrics = await d.controlText('/metrics').catch(() => '');
     const peak = plateau();
-    const perTask = (k: keyof DaemonSample): number => (peak.inFlight > 0 ? Math.round((peak[k] - before[k]) / peak.inFlight) : NaN);
+    const perTask = (k: NumericSample): number => (peak.inFlight > 0 ? Math.round((peak[k] - before[k]) / peak.inFlight) : NaN);
     const lat = summarize(run.latenciesMs);
     result.burstResult = {
       sent: run.ok + run.failed,
@@ -216,6 +217,7 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       worstLoopDelayMs: Math.max(0, ...samples.map((x) => x.loopDelayMaxMs)),
       worstHotLagMs: Math.max(0, ...samples.map((x) => x.hotLagMs)),
       sinkLoopDelayMaxMs: s.loopDelayMaxMs,
+      ...threadFigures(samples),
       // A gap is the interval plus how late the previous answer was read and the next one sent.
       heartbeatsLate: tail(metrics, 'mockcloud_heartbeat_lateness_seconds_bucket', ''),
       cnapiPostsSlow: tail(metrics, 'mockcloud_outbound_request_duration_seconds_bucket', 'api="cnapi",method="POST"'),
@@ -248,6 +250,35 @@ interface DaemonSample {
   hotLagMs: number;
   /** Tasks that succeeded since the daemon started: in the burst, the VMs made so far. */
   vmsMade: number;
+  /** The heartbeat thread's loop since the previous sample (/status resets it). */
+  thread: HeartbeatThreadStatus | undefined;
+}
+
+type NumericSample = Exclude<keyof DaemonSample, 'thread'>;
+
+interface HeartbeatThreadStatus {
+  delayMaxMs: number;
+  cpuMs?: number;
+  runqueueWaitMs?: number;
+  worstRunqueueWaitMs?: number;
+}
+
+/** The heartbeat thread over the burst's samples: whether its late heartbeats were its own work or a wait for a CPU. */
+function threadFigures(samples: DaemonSample[]): { heartbeatThread?: NonNullable<TimingResult['burstResult']>['heartbeatThread'] } {
+  const seen = samples.map((x) => x.thread).filter((t): t is HeartbeatThreadStatus => t !== undefined);
+  if (seen.length === 0) return {};
+  const sum = (k: 'cpuMs' | 'runqueueWaitMs'): number | undefined =>
+    seen.every((t) => t[k] === undefined) ? undefined : round(seen.reduce((a, t) => a + (t[k] ?? 0), 0) / 1000, 1);
+  const cpuSeconds = sum('cpuMs');
+  const runqueueWaitSeconds = sum('runqueueWaitMs');
+  const worst = Math.max(0, ...seen.map((t) => t.worstRunqueueWaitMs ?? 0));
+  return {
+    heartbeatThread: {
+      loopDelayMaxMs: Math.max(0, ...seen.map((t) => t.delayMaxMs)),
+      ...(cpuSeconds !== undefined ? { cpuSeconds } : {}),
+      ...(runqueueWaitSeconds !== undefined ? { runqueueWaitSeconds, worstRunqueueWaitMs: worst } : {}),
+    },
+  };
 }
 
 /**
@@ -273,6 +304,7 @@ interface StatusFigures {
   eventLoop?: { delayMaxMs: number };
   scheduler?: { lag: { hotMs: number } };
   cnAgent?: { tasks?: { succeeded: number } };
+  heartbeatThread?: HeartbeatThreadStatus | null;
 }
 
 async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
@@ -286,6 +318,7 @@ async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
     loopDelayMaxMs: b?.eventLoop?.delayMaxMs ?? 0,
     hotLagMs: b?.scheduler?.lag.hotMs ?? 0,
     vmsMade: b?.cnAgent?.tasks?.succeeded ?? 0,
+    thread: b?.heartbeatThread ?? undefined,
   };
 }
 

@@ -252,6 +252,11 @@ export interface TimingResult {
     worstHotLagMs?: number;
     /** The sink's own event loop's worst delay in the burst (ms): it times heartbeats as it reads them. */
     sinkLoopDelayMaxMs?: number;
+    /**
+     * The daemon's heartbeat thread over the burst: its loop's worst delay (ms), its time on a
+     * CPU and runnable waiting for one (s; Linux), and its worst wait in any one second (ms).
+     */
+    heartbeatThread?: { loopDelayMaxMs: number; cpuSeconds?: number; runqueueWaitSeconds?: number; worstRunqueueWaitMs?: number };
     /** Heartbeat gaps in the burst, and of them those over 6 s. */
     gaps?: number;
     gapsOver6s?: number;

@@ -47,7 +47,19 @@ export type FromHeartbeatThread =
   /** Gated: the main thread sends this one (its fault seam applies) and answers `sent`. */
   | { op: 'send'; uuid: string; seq: number; lateMs: number }
   | { op: 'aheadSent'; id: number; sent: number }
-  | { op: 'aheadAnswered'; id: number };
+  | { op: 'aheadAnswered'; id: number }
+  /** Once a second, about that second: see HeartbeatThreadLoop. */
+  | ({ op: 'loop' } & HeartbeatThreadLoop);
+
+/** How the thread's own event loop ran over a second. */
+export interface HeartbeatThreadLoop {
+  /** How late its turns were (beyond the 20 ms sampling): its worst and its 99th percentile. */
+  delayMaxMs: number;
+  delayP99Ms: number;
+  /** Its time on a CPU, and runnable but waiting for one (Linux only). */
+  cpuMs?: number;
+  runqueueWaitMs?: number;
+}
 
 /** What the thread is started with. */
 export interface HeartbeatThreadData {

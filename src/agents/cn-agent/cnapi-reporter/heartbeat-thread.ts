@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../../common/log.js';
-import type { FromHeartbeatThread, HeartbeatResult, HeartbeatThreadData, ToHeartbeatThread } from './heartbeat-protocol.js';
+import type { FromHeartbeatThread, HeartbeatResult, HeartbeatThreadData, HeartbeatThreadLoop, ToHeartbeatThread } from './heartbeat-protocol.js';
 
 export interface HeartbeatThreadHandlers {
   results(results: HeartbeatResult[]): void;
@@ -16,6 +16,8 @@ export interface HeartbeatThreadHandlers {
   send(uuid: string, seq: number, lateMs: number): void;
   aheadSent(id: number, sent: number): void;
   aheadAnswered(id: number): void;
+  /** Once a second, how the thread's own event loop ran. */
+  loop(figures: HeartbeatThreadLoop): void;
   /** The thread ended without being closed (it threw): its heartbeats are the main thread's again. */
   lost(err: unknown): void;
 }
@@ -60,6 +62,11 @@ export class HeartbeatThread {
         case 'aheadAnswered':
           handlers.aheadAnswered(msg.id);
           return;
+        case 'loop': {
+          const { op: _op, ...figures } = msg;
+          handlers.loop(figures);
+          return;
+        }
       }
     });
     let failure: unknown;
@@ -96,5 +103,43 @@ export class HeartbeatThread {
     this.flush();
     this.closed = true;
     await this.worker.terminate();
+  }
+}
+
+/** The heartbeat thread's loop figures since they were last read: its worst second, and its CPU time and wait for one in all. */
+export interface HeartbeatThreadFigures {
+  seconds: number;
+  delayMaxMs: number;
+  delayP99Ms: number;
+  cpuMs?: number;
+  runqueueWaitMs?: number;
+  /** The most it waited for a CPU in any one second. */
+  worstRunqueueWaitMs?: number;
+}
+
+export class HeartbeatThreadWatch {
+  private figures: HeartbeatThreadFigures = HeartbeatThreadWatch.empty();
+
+  private static empty(): HeartbeatThreadFigures {
+    return { seconds: 0, delayMaxMs: 0, delayP99Ms: 0 };
+  }
+
+  add(l: HeartbeatThreadLoop): void {
+    const f = this.figures;
+    f.seconds++;
+    f.delayMaxMs = Math.max(f.delayMaxMs, l.delayMaxMs);
+    f.delayP99Ms = Math.max(f.delayP99Ms, l.delayP99Ms);
+    if (l.cpuMs !== undefined && l.runqueueWaitMs !== undefined) {
+      f.cpuMs = Math.round((f.cpuMs ?? 0) + l.cpuMs);
+      f.runqueueWaitMs = Math.round((f.runqueueWaitMs ?? 0) + l.runqueueWaitMs);
+      f.worstRunqueueWaitMs = Math.round(Math.max(f.worstRunqueueWaitMs ?? 0, l.runqueueWaitMs));
+    }
+  }
+
+  /** What came since the last read (undefined: nothing did), and start again. */
+  read(): HeartbeatThreadFigures | undefined {
+    const f = this.figures;
+    this.figures = HeartbeatThreadWatch.empty();
+    return f.seconds > 0 ? f : undefined;
   }
 }

@@ -55,7 +55,7 @@ import type { MockCnHooks } from '../../../mockcn/mock-cn.js';
 import type { AgentRecord, MockCn, PowerChange } from '../../../mockcn/types.js';
 import { buildStatusSample } from './status-sample.js';
 import type { HeartbeatResult } from './heartbeat-protocol.js';
-import { HeartbeatThread } from './heartbeat-thread.js';
+import { HeartbeatThread, HeartbeatThreadWatch, type HeartbeatThreadFigures } from './heartbeat-thread.js';
 import { backoffDelay, resolveTimings, type ReporterTimings } from './timings.js';
 
 /** Message kinds, in the order a free queue takes them. */
@@ -176,6 +176,7 @@ export class CnapiReporter implements MockCnHooks {
   private readonly onFirstHeartbeat: ((cn: MockCn) => void) | undefined;
   private readonly useThread: boolean;
   private thread: HeartbeatThread | undefined;
+  private readonly threadWatch = new HeartbeatThreadWatch();
   private unwatchInterceptor: (() => void) | undefined;
   /** Per CN, the detaches waiting for the thread to end its heartbeats (one `ended` per `end`). */
   private readonly threadEnds = new Map<string, (() => void)[]>();
@@ -262,6 +263,7 @@ export class CnapiReporter implements MockCnHooks {
           this.aheadCalls.delete(id);
           call?.answered();
         },
+        loop: (figures) => this.threadWatch.add(figures),
         lost: (err) => this.threadLost(err),
       },
       this.log,
@@ -270,6 +272,11 @@ export class CnapiReporter implements MockCnHooks {
     const gate = (on: boolean): void => thread.tell({ op: 'gate', on });
     if (this.http.interceptor) gate(true);
     this.unwatchInterceptor = this.http.watchInterceptor(gate);
+  }
+
+  /** How the heartbeat thread's event loop ran since this was last asked (undefined without a thread). */
+  heartbeatThreadFigures(): HeartbeatThreadFigures | undefined {
+    return this.threadWatch.read();
   }
 
   /** When CNAPI last accepted this CN's heartbeat (epoch ms); undefined while it has none (down, unregistered, standalone). */
