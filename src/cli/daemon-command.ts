@@ -101,6 +101,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   const { Daemon } = await import('../daemon/daemon.js');
   const { preflight, devLogFile } = await import('../daemon/preflight.js');
   const { capHeapGrowth, disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
+  const { DEFAULT_MAIN_THREAD_NICE, lowerMainThreadPriority } = await import('../daemon/thread-priority.js');
   const embedded = argv.headnode !== false;
   const urls0 = config.urls;
   const devMode = embedded && !urls0.cnapi && !urls0.vmapi && !urls0.napi && !urls0.imgapi;
@@ -158,6 +159,10 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   process.on('exit', () => unregisterDaemon(registered));
 
   await daemon.start();
+  // Now that the heartbeat thread exists (it keeps the priority it was made with).
+  if (!stopping && daemon.reporter.heartbeatThreadRunning) {
+    lowerMainThreadPriority(startConfig.mainThreadNice ?? DEFAULT_MAIN_THREAD_NICE, daemon.log);
+  }
   if (!stopping) reclaimer.start();
   if (!stopping) {
     registered = await registerDaemon({

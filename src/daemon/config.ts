@@ -48,6 +48,7 @@ import {
 import type { ListenAddress } from '../common/listen-address.js';
 import { parseUiAddress, type UiAddress } from '../ui/address.js';
 import { resolveTiming } from '../timing/resolve.js';
+import { MAX_NICE } from './thread-priority.js';
 import type { TimingProfile } from '../timing/profile.js';
 import { validateBootTimings, type BootTimings } from '../boot/timings.js';
 
@@ -140,6 +141,8 @@ export interface DaemonConfig {
   maxConnectionsPerServer?: number;
   /** Open connections to the control API; absent: the default (1024). */
   maxControlConnections?: number;
+  /** Nice levels the main thread runs below the heartbeat thread (Linux); absent: thread-priority.ts's default. */
+  mainThreadNice?: number;
   /**
    * The seed of every random draw a creation makes (CN uuids, hostnames, serials, MACs, disk
    * names, profiles from a mix) and, for the events engine, event targets and fault decisions;
@@ -352,6 +355,12 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<DaemonConfig>
   for (const key of ['maxTasks', 'maxTasksPerServer', 'maxQueuedTasks', 'maxConnections', 'maxConnectionsPerServer', 'maxControlConnections'] as const) {
     const text = await lookup(key);
     if (text !== undefined) config[key] = parseCount(key, text, key === 'maxQueuedTasks');
+  }
+  const nice = await lookup('mainThreadNice');
+  if (nice !== undefined) {
+    const n = parseCount('mainThreadNice', nice, true);
+    if (n > MAX_NICE) throw invalidSetting('mainThreadNice', `${n} is past the lowest priority, ${MAX_NICE}`);
+    config.mainThreadNice = n;
   }
   return config;
 }

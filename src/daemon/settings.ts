@@ -185,6 +185,14 @@ export const SETTINGS = [
       'smartos (as on a real SmartOS CN and Triton DC), or a timing file (YAML; see docs/timing.md)',
   },
   {
+    key: 'mainThreadNice',
+    flag: 'main-thread-nice',
+    env: 'MOCKCLOUD_MAIN_THREAD_NICE',
+    help:
+      "Linux: how many nice levels below the heartbeat thread the daemon's main thread (tasks, APIs, agents) runs, so that a host " +
+      'short of CPU delays tasks before heartbeats (0-19, default 10; 0: the same)',
+  },
+  {
     key: 'profilesDir',
     flag: 'profiles-dir',
     env: 'MOCKCLOUD_PROFILES_DIR',

@@ -185,6 +185,17 @@ describe('daemon configuration', () => {
     expect(c.sources).toMatchObject({ maxTasks: 'flag', maxTasksPerServer: 'env' });
   });
 
+  it('takes the main thread nice from flag or env, 0 to 19, and refuses past it naming both', async () => {
+    const c = await resolveConfig({ flags: { dataDir: dir }, env: { MOCKCLOUD_MAIN_THREAD_NICE: '0' }, mdata: noMdata });
+    expect(c.mainThreadNice).toBe(0);
+    expect((await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata })).mainThreadNice).toBeUndefined();
+    for (const bad of ['20', '-1', 'high']) {
+      await expect(resolveConfig({ flags: { dataDir: dir, mainThreadNice: bad }, env: {}, mdata: noMdata })).rejects.toThrow(
+        /--main-thread-nice \/ MOCKCLOUD_MAIN_THREAD_NICE/,
+      );
+    }
+  });
+
   it('takes test timings from the config file only, validated', async () => {
     await fsp.writeFile(path.join(dir, 'config.json'), JSON.stringify({ timings: { heartbeatIntervalMs: 100, sysinfoBackoff: { minMs: 10 } } }));
     const c = await resolveConfig({ flags: { dataDir: dir }, env: {}, mdata: noMdata });

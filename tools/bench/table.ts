@@ -45,6 +45,9 @@ export function timingLines(t: TimingResult): string[] {
         `CPU ratio ${fmt(t.idleCpuRatio, 3)} (target ≤ ${TIMING_TARGETS.idleCpuRatio}: ${verdict(t.idleCpuRatio === undefined ? undefined : t.idleCpuRatio <= TIMING_TARGETS.idleCpuRatio)}), ` +
         `RSS ${fmt(((b.rssBytes - a.rssBytes) / a.rssBytes) * 100, 1)} %`,
     );
+    if (t.idleWindows && t.idleWindows.length > 2) {
+      lines.push(`  idle windows in order (a daemon each): ${t.idleWindows.map((w) => `${w.timing} ${fmt(w.cpuPercent, 2)} %`).join(', ')}`);
+    }
   }
   const r = t.burstResult;
   if (r) {

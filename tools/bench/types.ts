@@ -215,6 +215,9 @@ export interface TimingResult {
   seconds: number;
   /** Connections the burst held open at once (bounded by the open-file limit beside N sockets). */
   heldConnections?: number;
+  /** Each idle window in the order measured (each profile twice, in a daemon of its own each time). */
+  idleWindows?: { timing: string; cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number }[];
+  /** A profile's windows together: mean CPU % and RSS, the worst gap. */
   idleInstant?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
   idleSmartos?: { cpuPercent: number; rssBytes: number; worstHeartbeatGapMs: number };
   /** Idle CPU on smartos / on instant. */

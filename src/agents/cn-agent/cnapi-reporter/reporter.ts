@@ -274,6 +274,11 @@ export class CnapiReporter implements MockCnHooks {
     this.unwatchInterceptor = this.http.watchInterceptor(gate);
   }
 
+  /** Whether heartbeats go from their own thread now (not standalone, the thread alive). */
+  get heartbeatThreadRunning(): boolean {
+    return this.thread !== undefined;
+  }
+
   /** How the heartbeat thread's event loop ran since this was last asked (undefined without a thread). */
   heartbeatThreadFigures(): HeartbeatThreadFigures | undefined {
     return this.threadWatch.read();
