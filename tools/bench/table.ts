@@ -46,7 +46,11 @@ export function timingLines(t: TimingResult): string[] {
         `RSS ${fmt(((b.rssBytes - a.rssBytes) / a.rssBytes) * 100, 1)} %`,
     );
     if (t.idleWindows && t.idleWindows.length > 2) {
-      lines.push(`  idle windows in order (a daemon each): ${t.idleWindows.map((w) => `${w.timing} ${fmt(w.cpuPercent, 2)} %`).join(', ')}`);
+      const pairs: string[] = [];
+      for (let i = 0; i < t.idleWindows.length; i += 2) {
+        pairs.push(t.idleWindows.slice(i, i + 2).map((w) => `${w.timing} ${fmt(w.cpuPercent, 2)} %`).join(' beside '));
+      }
+      lines.push(`  idle windows, side by side: ${pairs.join('; then ')}`);
     }
   }
   const r = t.burstResult;

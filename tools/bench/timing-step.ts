@@ -1,12 +1,12 @@
 /**
  * The timing step (`--timing N`, issue 26): N CNs on the `smartos` timing profile.
  *
- *   1. create  `mockcloud create-servers N` on an instant daemon;
- *   2. idle    the same fleet idle on `smartos`, `instant`, `instant`, `smartos` (each a fresh
- *              start over the data dir, settled, then the idle window): CPU % and RSS, each
- *              profile's two windows together, compared;
- *   3. burst   on `smartos`, `burst` machine_create (2 per CN at 10,000) sent as fast as the
- *              host lets them be held open: the worst heartbeat gap meanwhile, the tasks in
+ *   1. create  `mockcloud create-servers N` on an instant daemon, twice: two fleets;
+ *   2. idle    the two fleets idle side by side, one on `instant` and one on `smartos`, then
+ *              swapped (each a fresh start over its data dir, settled, then the window): CPU %
+ *              and RSS of each daemon, each profile's two windows together, compared;
+ *   3. burst   on `smartos` (the last round's daemon, alone), `burst` machine_create (2 per
+ *              CN at 10,000) sent as fast as the host lets them be held open: the worst heartbeat gap meanwhile, the tasks in
  *              flight and the daemon's RSS sampled every second; RSS per task in flight is
  *              (RSS while the most tasks are in flight − RSS before the burst) / tasks in
  *              flight then, the VM each of them is provisioning included: the medians over
@@ -46,14 +46,18 @@ const AFTER_BURST_SETTLE_MS = 45_000;
  */
 const IDLE_SETTLE_MIN_S = 50;
 /**
- * Each profile idles twice, in its own daemon each time, in this order. The same profile's
- * idle CPU moved by up to 15 % from one daemon to the next (29.1 % and 33.4 % of a core at
- * 10,000 CNs, on a quiet host), more than the 5 % the target allows, and drifted over the
- * minutes of the step: one window per profile compared that noise as much as cost (ratios of
- * 0.96 to 1.09 for the same code, docs/timing.md runs 16-20). Two windows each, the second
- * pair in reverse order, cancel a steady drift and halve the rest.
+ * The idle comparison: two fleets of N CNs, each in a daemon of its own, idle side by side over
+ * the same window, one on each profile; then again with the profiles swapped. One profile at a
+ * time compared the host's minutes as much as the profiles: the same profile's idle CPU moved
+ * by up to 15 % from one window to a later one (29.1 % and 33.4 % of a core at 10,000 CNs, a
+ * level shift across the whole window), more than the 5 % the target allows (ratios of 0.95 to
+ * 1.09 for the same code, docs/timing.md runs 16-21). Side by side, both see the same host;
+ * swapped, neither fleet's own layout counts for one profile.
  */
-const IDLE_ORDER = ['smartos', 'instant', 'instant', 'smartos'] as const;
+const IDLE_ROUNDS: readonly (readonly [string, string])[] = [
+  ['smartos', 'instant'],
+  ['instant', 'smartos'],
+];
 
 /**
  * A connection cap that lets `needed` connections wait with no request handed over yet. The
@@ -85,11 +89,14 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
   // Connections held at once: what the open-file limit leaves beside N listening sockets.
   const held = Math.max(1, Math.min(burst, openFileLimit() - n - FD_MARGIN));
   result.heldConnections = held;
-  let daemon: DaemonProcess | undefined;
-  const start = async (timing: string): Promise<DaemonProcess> => {
-    daemon = (
+  // Two fleets of N CNs: while one idles on `instant` the other idles on `smartos`, side by side.
+  const dataDirs = [dataDir, await mkdtemp(path.join(os.tmpdir(), `mockcloud-bench-timing-${n}-b-`))];
+  const forgetB = opts.keep ? () => undefined : onInterrupt(() => rmSync(dataDirs[1]!, { recursive: true, force: true }));
+  const running = new Set<DaemonProcess>();
+  const start = async (dir: string, timing: string): Promise<DaemonProcess> => {
+    const d = (
       await DaemonProcess.start({
-        dataDir,
+        dataDir: dir,
         urls: sink.urls,
         bindIp: opts.bindIp,
         logLevel: opts.daemonLogLevel,
@@ -98,53 +105,74 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         extraArgs: ['--timing', timing, '--max-connections', String(connectionCap(held + 200)), '--max-queued-tasks', String(held)],
       })
     ).daemon;
-    return daemon;
+    running.add(d);
+    return d;
+  };
+  const stopOne = async (d: DaemonProcess): Promise<void> => {
+    if (!running.delete(d)) return;
+    if (!(await d.stop()).clean) result.errors.push(`daemon did not stop cleanly (${d.describeExit()})`);
   };
   const stop = async (): Promise<void> => {
-    const d = daemon;
-    daemon = undefined;
-    if (d && !(await d.stop()).clean) result.errors.push(`daemon did not stop cleanly (${d.describeExit()})`);
+    await Promise.all([...running].map(stopOne));
   };
-  const idle = async (timing: string): Promise<{ d: DaemonProcess; figures: NonNullable<TimingResult['idleInstant']> }> => {
+  /** Both fleets idle at once, one on each profile, measured over the same window. */
+  const idleRound = async (timings: readonly [string, string]): Promise<{ daemons: DaemonProcess[]; windows: NonNullable<TimingResult['idleWindows']> }> => {
     await sink.reset('cnapi');
-    const d = await start(timing);
-    const all = await waitAllHeartbeated(sink, n, 60_000 + n * 10);
-    if (all.cns.heartbeating < n) result.errors.push(`${timing}: only ${all.cns.heartbeating} of ${n} CNs heartbeated`);
+    const daemons: DaemonProcess[] = [];
+    for (const [i, timing] of timings.entries()) daemons.push(await start(dataDirs[i]!, timing));
+    const all = await waitAllHeartbeated(sink, 2 * n, 60_000 + n * 20);
+    if (all.cns.heartbeating < 2 * n) result.errors.push(`idle: only ${all.cns.heartbeating} of ${2 * n} CNs heartbeated`);
     const settle = Math.max(opts.settleSeconds, IDLE_SETTLE_MIN_S);
-    say(`idle on ${timing}: settling ${settle} s, measuring ${opts.windowSeconds} s`);
+    say(`idle, side by side: ${timings.join(' and ')}: settling ${settle} s, measuring ${opts.windowSeconds} s`);
     await sleep(settle * 1000);
     await sink.mark();
-    const c0 = sampleCpu(d.pid);
+    const c0 = daemons.map((d) => sampleCpu(d.pid));
     await sleep(opts.windowSeconds * 1000);
+    const c1 = daemons.map((d) => sampleCpu(d.pid));
     const s = await sink.stats();
     return {
-      d,
-      figures: { cpuPercent: round(cpuPercent(c0, sampleCpu(d.pid)), 2), rssBytes: readRssBytes(d.pid), worstHeartbeatGapMs: s.cns.worstGapMs },
+      daemons,
+      windows: daemons.map((d, i) => ({
+        timing: timings[i]!,
+        cpuPercent: round(cpuPercent(c0[i]!, c1[i]!), 2),
+        rssBytes: readRssBytes(d.pid),
+        worstHeartbeatGapMs: s.cns.worstGapMs,
+      })),
     };
   };
 
   try {
-    if (opts.timings) await writeFile(path.join(dataDir, 'config.json'), `${JSON.stringify({ timings: opts.timings }, null, 2)}\n`);
+    for (const dir of dataDirs) {
+      if (opts.timings) await writeFile(path.join(dir, 'config.json'), `${JSON.stringify({ timings: opts.timings }, null, 2)}\n`);
+    }
     await sink.reset('all');
-    say(`create-servers ${n}`);
-    await start('instant');
-    const created = await runCreateServers(dataDir, n, 120_000 + n * 100);
-    if (created.created < n) throw new Error(`create-servers made ${created.created} of ${n} CNs: ${created.message}`);
-    await stop();
-
-    let d: DaemonProcess | undefined;
-    const windows: NonNullable<TimingResult['idleWindows']> = [];
-    for (const timing of IDLE_ORDER) {
+    for (const dir of dataDirs) {
+      say(`create-servers ${n} (${dir === dataDir ? 'first' : 'second'} fleet)`);
+      await start(dir, 'instant');
+      const created = await runCreateServers(dir, n, 120_000 + n * 100);
+      if (created.created < n) throw new Error(`create-servers made ${created.created} of ${n} CNs: ${created.message}`);
       await stop();
-      const idled = await idle(timing);
-      windows.push({ timing, ...idled.figures });
-      d = idled.d;
+    }
+
+    const windows: NonNullable<TimingResult['idleWindows']> = [];
+    let d: DaemonProcess | undefined;
+    for (const [i, timings] of IDLE_ROUNDS.entries()) {
+      await stop();
+      const round = await idleRound(timings);
+      windows.push(...round.windows);
+      // The last round's smartos daemon takes the burst; the other stops.
+      if (i === IDLE_ROUNDS.length - 1) d = round.daemons[timings.indexOf('smartos')];
     }
     result.idleWindows = windows;
     result.idleInstant = idleMean(windows, 'instant');
     result.idleSmartos = idleMean(windows, 'smartos');
     result.idleCpuRatio = round(result.idleSmartos.cpuPercent / Math.max(0.01, result.idleInstant.cpuPercent), 3);
     if (!d) throw new Error('no idle daemon');
+    for (const other of [...running]) if (other !== d) await stopOne(other);
+    // Only the burst's fleet from here: the other's CNs are not counted silent.
+    await sink.reset('cnapi');
+    const beating = await waitAllHeartbeated(sink, n, 60_000 + n * 10);
+    if (beating.cns.heartbeating < n) result.errors.push(`burst: only ${beating.cns.heartbeating} of ${n} CNs heartbeated`);
 
     const { targets, net } = await taskTargets(d, n, sink);
     say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
@@ -249,8 +277,9 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     result.errors.push(err instanceof Error ? err.message : String(err));
   } finally {
     await stop().catch((err: unknown) => result.errors.push(`stopping the daemon: ${(err as Error).message}`));
-    if (!opts.keep) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    if (!opts.keep) for (const dir of dataDirs) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
     forget();
+    forgetB();
     result.seconds = round((performance.now() - started) / 1000, 1);
   }
   return result;
