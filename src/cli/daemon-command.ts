@@ -101,7 +101,7 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   const { Daemon } = await import('../daemon/daemon.js');
   const { preflight, devLogFile } = await import('../daemon/preflight.js');
   const { capHeapGrowth, disablePretenuring, HeapReclaimer } = await import('../daemon/heap-policy.js');
-  const { DEFAULT_MAIN_THREAD_NICE, lowerMainThreadPriority } = await import('../daemon/thread-priority.js');
+  const { DEFAULT_MAIN_THREAD_NICE, lowerPriorityBesides } = await import('../daemon/thread-priority.js');
   const embedded = argv.headnode !== false;
   const urls0 = config.urls;
   const devMode = embedded && !urls0.cnapi && !urls0.vmapi && !urls0.napi && !urls0.imgapi;
@@ -159,9 +159,10 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   process.on('exit', () => unregisterDaemon(registered));
 
   await daemon.start();
-  // Now that the heartbeat thread exists (it keeps the priority it was made with).
+  // Once the heartbeat thread runs and has said which it is: every other thread goes down.
   if (!stopping && daemon.reporter.heartbeatThreadRunning) {
-    lowerMainThreadPriority(startConfig.mainThreadNice ?? DEFAULT_MAIN_THREAD_NICE, daemon.log);
+    const tid = await boundedWait(daemon.reporter.heartbeatThreadId(), HEARTBEAT_THREAD_START_MS);
+    lowerPriorityBesides(tid, startConfig.mainThreadNice ?? DEFAULT_MAIN_THREAD_NICE, daemon.log);
   }
   if (!stopping) reclaimer.start();
   if (!stopping) {
@@ -201,6 +202,19 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
 }
 
 /** The few lines a person at the terminal needs: where everything is and how to see more. */
+/** How long the heartbeat thread may take to start before its priority is left alone. */
+const HEARTBEAT_THREAD_START_MS = 10_000;
+
+/** The promise's value, or undefined once `ms` have passed. */
+function boundedWait<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]): string {
   const config = daemon.config;
   const c = daemon.controlAddress;

@@ -1,9 +1,9 @@
 /**
- * The calling thread's time on a CPU and waiting for one, from Linux's
+ * The calling thread's id and its time on a CPU and waiting for one, from Linux's
  * /proc/thread-self/schedstat (elsewhere, or without schedstats: undefined). The wait is what
  * tells a thread that had too much to do from one the host kept off its cores.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 
 export interface ThreadSchedTimes {
   /** Nanoseconds on a CPU since the thread began. */
@@ -26,4 +26,15 @@ export function threadSchedTimes(): ThreadSchedTimes | undefined {
   }
   unavailable = true;
   return undefined;
+}
+
+/** The calling thread's kernel id (Linux: /proc/thread-self is `<pid>/task/<tid>`); undefined elsewhere. */
+export function threadId(): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    return Number.isSafeInteger(tid) && tid > 0 ? tid : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -189,8 +189,8 @@ export const SETTINGS = [
     flag: 'main-thread-nice',
     env: 'MOCKCLOUD_MAIN_THREAD_NICE',
     help:
-      "Linux: how many nice levels below the heartbeat thread the daemon's main thread (tasks, APIs, agents) runs, so that a host " +
-      'short of CPU delays tasks before heartbeats (0-19, default 10; 0: the same)',
+      "Linux: how many nice levels below the heartbeat thread the daemon's other threads (tasks, APIs, agents, V8's and libuv's " +
+      'helpers) run, so that a host short of CPU delays tasks before heartbeats (0-19, default 10; 0: the same)',
   },
   {
     key: 'profilesDir',

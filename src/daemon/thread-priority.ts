@@ -6,18 +6,19 @@
  * runs each task in a child process of its own, so its heartbeater never waits behind one.
  * Here tasks, the APIs and the agents share the main thread, and the heartbeats have a thread
  * of their own (cnapi-reporter/heartbeat-thread.ts). On a host short of CPU (a burst of
- * thousands of tasks on 2 cores) the kernel shares the cores among runnable threads, and a
- * heartbeat thread that wakes every few ms waited its turn behind the main thread: 7,561 of
- * 990,650 heartbeats left over 0.5 s late in a 10,000-CN burst, none with the main thread 10
- * levels down (docs/timing.md, runs 19 and 20). The main thread only loses CPU to threads that
- * want it; on an idle host nothing changes.
+ * thousands of tasks on 2 cores) the kernel shares the cores among runnable threads, and the
+ * heartbeat thread, which wakes every few ms, waited its turn: 7,561 of 990,650 heartbeats
+ * left over 0.5 s late in a 10,000-CN burst with every thread level, 0 and 4 with the main
+ * thread 10 levels down (docs/timing.md, runs 19-21). What it still waited for then were the
+ * threads that work for the main thread: V8's collector threads and libuv's file I/O. So every
+ * thread but the heartbeat thread goes down. A thread only loses CPU to threads that want it;
+ * on an idle host nothing changes.
  *
- * Linux keeps a nice value per thread, and setpriority(PRIO_PROCESS, 0) changes the calling
- * thread's alone; threads inherit it when they are made. So this runs on the main thread once
- * the heartbeat thread exists, and the threads made before it (V8's and libuv's helpers,
- * whose work is collections and file I/O for everything) keep theirs. Elsewhere (illumos
- * applies it to the whole process) nothing is changed.
+ * Linux keeps a nice value per thread: setpriority(PRIO_PROCESS, tid) changes that thread's
+ * alone, and threads made later take their maker's. Elsewhere (illumos applies it to the whole
+ * process) nothing is changed.
  */
+import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import type { Logger } from '../common/log.js';
 
@@ -25,16 +26,33 @@ export const DEFAULT_MAIN_THREAD_NICE = 10;
 /** The lowest priority there is. */
 export const MAX_NICE = 19;
 
-/** Lower the calling (main) thread's priority by `levels`; what it did, for the log. */
-export function lowerMainThreadPriority(levels: number, log: Logger): void {
-  if (process.platform !== 'linux' || levels <= 0) return;
+/**
+ * Lower every thread of this process but `keepTid` (the heartbeat thread) by `levels`, the
+ * main thread first so that what it makes from then on starts there too.
+ */
+export function lowerPriorityBesides(keepTid: number | undefined, levels: number, log: Logger): void {
+  if (process.platform !== 'linux' || levels <= 0 || keepTid === undefined) return;
+  let tids: number[];
   try {
-    const from = os.getPriority(0);
-    const to = Math.min(MAX_NICE, from + levels);
-    os.setPriority(0, to);
-    log.info({ from, to }, 'main thread runs at a lower priority than the heartbeat thread');
+    tids = readdirSync('/proc/self/task').map(Number).filter((t) => t !== keepTid && t !== process.pid);
   } catch (err) {
-    // A sandbox that refuses it: heartbeats share the CPU as before.
-    log.warn({ err }, 'could not lower the main thread priority');
+    log.warn({ err }, 'could not list this process threads: priorities left as they are');
+    return;
   }
+  let lowered = 0;
+  let to = 0;
+  for (const tid of [process.pid, ...tids]) {
+    try {
+      to = Math.min(MAX_NICE, os.getPriority(tid) + levels);
+      os.setPriority(tid, to);
+      lowered++;
+    } catch (err) {
+      // A thread that ended since it was listed; a sandbox that refuses: that one stays.
+      if (tid === process.pid) {
+        log.warn({ err }, 'could not lower the main thread priority');
+        return;
+      }
+    }
+  }
+  log.info({ threads: lowered, nice: to, heartbeatThread: keepTid }, 'threads other than the heartbeat thread run at a lower priority');
 }

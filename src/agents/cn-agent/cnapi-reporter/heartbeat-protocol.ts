@@ -48,6 +48,8 @@ export type FromHeartbeatThread =
   | { op: 'send'; uuid: string; seq: number; lateMs: number }
   | { op: 'aheadSent'; id: number; sent: number }
   | { op: 'aheadAnswered'; id: number }
+  /** Once, as it starts: its thread id, where the OS has one to tell (Linux). */
+  | { op: 'started'; tid: number | undefined }
   /** Once a second, about that second: see HeartbeatThreadLoop. */
   | ({ op: 'loop' } & HeartbeatThreadLoop);
 

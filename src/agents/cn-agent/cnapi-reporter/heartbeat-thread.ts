@@ -16,6 +16,8 @@ export interface HeartbeatThreadHandlers {
   send(uuid: string, seq: number, lateMs: number): void;
   aheadSent(id: number, sent: number): void;
   aheadAnswered(id: number): void;
+  /** The thread runs; its kernel thread id where there is one. */
+  started(tid: number | undefined): void;
   /** Once a second, how the thread's own event loop ran. */
   loop(figures: HeartbeatThreadLoop): void;
   /** The thread ended without being closed (it threw): its heartbeats are the main thread's again. */
@@ -61,6 +63,9 @@ export class HeartbeatThread {
           return;
         case 'aheadAnswered':
           handlers.aheadAnswered(msg.id);
+          return;
+        case 'started':
+          handlers.started(msg.tid);
           return;
         case 'loop': {
           const { op: _op, ...figures } = msg;

@@ -2,12 +2,15 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { HeartbeatLoop } from './heartbeat-loop.js';
-import { threadSchedTimes } from '../../../common/thread-schedstat.js';
+import { threadId, threadSchedTimes } from '../../../common/thread-schedstat.js';
 import type { FromHeartbeatThread, HeartbeatThreadData, ToHeartbeatThread } from './heartbeat-protocol.js';
 
 const LOOP_RESOLUTION_MS = 20;
 const port = parentPort;
 if (port) {
+  // The daemon may set this thread's priority apart from the others' (daemon/thread-priority.ts).
+  const started: FromHeartbeatThread = { op: 'started', tid: threadId() };
+  port.postMessage(started);
   const loop = new HeartbeatLoop(workerData as HeartbeatThreadData, (msg) => port.postMessage(msg));
   port.on('message', (batch: ToHeartbeatThread[]) => {
     for (const msg of batch) loop.handle(msg);

@@ -177,6 +177,8 @@ export class CnapiReporter implements MockCnHooks {
   private readonly useThread: boolean;
   private thread: HeartbeatThread | undefined;
   private readonly threadWatch = new HeartbeatThreadWatch();
+  /** Resolves once the heartbeat thread runs, with its kernel thread id (undefined: none to tell, or no thread). */
+  private threadStarted: Promise<number | undefined> = Promise.resolve(undefined);
   private unwatchInterceptor: (() => void) | undefined;
   /** Per CN, the detaches waiting for the thread to end its heartbeats (one `ended` per `end`). */
   private readonly threadEnds = new Map<string, (() => void)[]>();
@@ -249,6 +251,8 @@ export class CnapiReporter implements MockCnHooks {
   }
 
   private startThread(): void {
+    let started: (tid: number | undefined) => void = () => undefined;
+    this.threadStarted = new Promise((resolve) => (started = resolve));
     const thread = new HeartbeatThread(
       { cnapiUrl: this.cnapiUrl!, intervalMs: this.timings.heartbeatIntervalMs, requestTimeoutMs: this.timings.requestTimeoutMs },
       {
@@ -263,8 +267,12 @@ export class CnapiReporter implements MockCnHooks {
           this.aheadCalls.delete(id);
           call?.answered();
         },
+        started: (tid) => started(tid),
         loop: (figures) => this.threadWatch.add(figures),
-        lost: (err) => this.threadLost(err),
+        lost: (err) => {
+          started(undefined);
+          this.threadLost(err);
+        },
       },
       this.log,
     );
@@ -277,6 +285,11 @@ export class CnapiReporter implements MockCnHooks {
   /** Whether heartbeats go from their own thread now (not standalone, the thread alive). */
   get heartbeatThreadRunning(): boolean {
     return this.thread !== undefined;
+  }
+
+  /** The heartbeat thread's kernel id once it runs (Linux); undefined without a thread or off Linux. */
+  heartbeatThreadId(): Promise<number | undefined> {
+    return this.threadStarted;
   }
 
   /** How the heartbeat thread's event loop ran since this was last asked (undefined without a thread). */
