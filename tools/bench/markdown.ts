@@ -157,8 +157,8 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   if (report.timing) {
     out.push('## Timing (issue 26)', '', '```', ...timingLines(report.timing), '```', '');
     out.push(
-      '`npm run bench -- --timing N [--timing-only]`: N CNs idle on `instant`, then on `smartos` (each a fresh start, settled, ' +
-        'then the idle window), then a burst of machine_create (twice N unless `--timing-burst`) on `smartos`, each task holding ' +
+      '`npm run bench -- --timing N [--timing-only]`: two fleets of N CNs idle side by side, one daemon on `instant` and one on ' +
+        '`smartos` over the same window, then again with the profiles swapped (each a fresh start, settled, then the idle window), then a burst of machine_create (twice N unless `--timing-burst`) on `smartos`, each task holding ' +
         'its connection until it ends as CNAPI\'s do, as many open at once as the open-file limit leaves beside the N CN sockets. ' +
         'RSS per task in flight is (RSS at the most tasks in flight − RSS before the burst) / those tasks, the VM each provisions ' +
         'included; the worst heartbeat gap is over the burst and a heartbeat interval after it (docs/timing.md).',
