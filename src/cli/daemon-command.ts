@@ -201,7 +201,6 @@ async function handler(argv: DaemonArgs & Record<string, unknown>): Promise<void
   // The control API's listening socket keeps the process alive until a signal stops it.
 }
 
-/** The few lines a person at the terminal needs: where everything is and how to see more. */
 /** How long the heartbeat thread may take to start before its priority is left alone. */
 const HEARTBEAT_THREAD_START_MS = 10_000;
 
@@ -215,6 +214,7 @@ function boundedWait<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/** The few lines a person at the terminal needs: where everything is and how to see more. */
 function summary(daemon: import('../daemon/daemon.js').Daemon, notices: string[]): string {
   const config = daemon.config;
   const c = daemon.controlAddress;

@@ -141,7 +141,7 @@ export interface DaemonConfig {
   maxConnectionsPerServer?: number;
   /** Open connections to the control API; absent: the default (1024). */
   maxControlConnections?: number;
-  /** Nice levels the main thread runs below the heartbeat thread (Linux); absent: thread-priority.ts's default. */
+  /** Nice levels every thread but the heartbeat thread runs below it (Linux); absent: thread-priority.ts's default. */
   mainThreadNice?: number;
   /**
    * The seed of every random draw a creation makes (CN uuids, hostnames, serials, MACs, disk
