@@ -190,7 +190,7 @@ export const SETTINGS = [
     env: 'MOCKCLOUD_MAIN_THREAD_NICE',
     help:
       "Linux: how many nice levels below the heartbeat thread the daemon's other threads (tasks, APIs, agents, V8's and libuv's " +
-      'helpers) run, so that a host short of CPU delays tasks before heartbeats (0-19, default 10; 0: the same)',
+      'helpers) run, so that a host short of CPU delays tasks before heartbeats (0-19; default 0, the same; docs/timing.md measured 10)',
   },
   {
     key: 'profilesDir',

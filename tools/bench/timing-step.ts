@@ -45,6 +45,8 @@ const AFTER_BURST_SETTLE_MS = 45_000;
  * and not on the other compared a collection with none (ratios of 0.84 to 1.16 between runs).
  */
 const IDLE_SETTLE_MIN_S = 50;
+/** The daemon's other threads this many nice levels below its heartbeat thread. */
+const TIMING_MAIN_THREAD_NICE = 10;
 /**
  * The idle comparison: two fleets of N CNs, each in a daemon of its own, idle side by side over
  * the same window, one on each profile; then again with the profiles swapped. One profile at a
@@ -102,7 +104,13 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
         logLevel: opts.daemonLogLevel,
         readyTimeoutMs: 60_000 + n * 20,
         nodeArgs: timing === 'smartos' && process.env.DIAG_NODE_ARGS ? process.env.DIAG_NODE_ARGS.split(' ') : [],
-        extraArgs: ['--timing', timing, '--max-connections', String(connectionCap(held + 200)), '--max-queued-tasks', String(held)],
+        // Tasks behind heartbeats for the CPU (src/daemon/thread-priority.ts): what runs 20-24 measured.
+        extraArgs: [
+          '--timing', timing,
+          '--max-connections', String(connectionCap(held + 200)),
+          '--max-queued-tasks', String(held),
+          '--main-thread-nice', String(TIMING_MAIN_THREAD_NICE),
+        ],
       })
     ).daemon;
     running.add(d);
