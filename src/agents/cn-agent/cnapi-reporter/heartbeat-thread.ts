@@ -135,9 +135,9 @@ export class HeartbeatThreadWatch {
     f.delayMaxMs = Math.max(f.delayMaxMs, l.delayMaxMs);
     f.delayP99Ms = Math.max(f.delayP99Ms, l.delayP99Ms);
     if (l.cpuMs !== undefined && l.runqueueWaitMs !== undefined) {
-      f.cpuMs = Math.round((f.cpuMs ?? 0) + l.cpuMs);
-      f.runqueueWaitMs = Math.round((f.runqueueWaitMs ?? 0) + l.runqueueWaitMs);
-      f.worstRunqueueWaitMs = Math.round(Math.max(f.worstRunqueueWaitMs ?? 0, l.runqueueWaitMs));
+      f.cpuMs = (f.cpuMs ?? 0) + l.cpuMs;
+      f.runqueueWaitMs = (f.runqueueWaitMs ?? 0) + l.runqueueWaitMs;
+      f.worstRunqueueWaitMs = Math.max(f.worstRunqueueWaitMs ?? 0, l.runqueueWaitMs);
     }
   }
 
@@ -145,6 +145,9 @@ export class HeartbeatThreadWatch {
   read(): HeartbeatThreadFigures | undefined {
     const f = this.figures;
     this.figures = HeartbeatThreadWatch.empty();
-    return f.seconds > 0 ? f : undefined;
+    if (f.seconds === 0) return undefined;
+    // Rounded once, as read: summing rounded seconds would add up their rounding.
+    for (const k of ['cpuMs', 'runqueueWaitMs', 'worstRunqueueWaitMs'] as const) if (f[k] !== undefined) f[k] = Math.round(f[k]);
+    return f;
   }
 }
