@@ -97,6 +97,8 @@ export interface HttpClientOptions {
   maxResponseBytes?: number;
   /** Connections per origin of the hot lane (default HOT_SOCKETS). */
   hotSockets?: number;
+  /** How long an idle hot-lane connection stays open (default HOT_IDLE_MS). */
+  hotIdleMs?: number;
 }
 
 /**
@@ -114,11 +116,18 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
  */
 const HOT_SOCKETS = 512;
 /**
- * Idle hot-lane connections kept after a burst (Node keeps 256 by default). Each sits on a slot
- * of CNAPI's connection cap until its keep-alive ends (65 s); near the cap CNAPI sheds kept
- * connections, and a heartbeat POST on one shed is lost (a POST is not sent again).
+ * How long a hot-lane connection sits idle before this side closes it. Connections are reused
+ * newest first, so the ones a burst opened beyond the steady load fall idle and close within
+ * this time (each holds a slot of CNAPI's connection cap while open). Below a peer's own
+ * keep-alive (Node's 5 s): the client closes first, and no heartbeat POST goes out on a
+ * connection the peer is closing (a POST is not sent again).
+ *
+ * Not a cap on idle connections: one made every heartbeat answered in one turn of the loop
+ * (hundreds, at 10,000 CNs) close all but the cap, and the next turn's open as many new ones
+ * at once; past CNAPI's listen backlog (Node's 511) the kernel dropped them, and each came in
+ * a second late, after the SYN was sent again (heartbeat gaps over 6 s, issue 26).
  */
-const HOT_IDLE_SOCKETS = 32;
+const HOT_IDLE_MS = 4000;
 
 /**
  * Background requests in flight while other requests wait for a connection. A peer that falls
@@ -170,8 +179,9 @@ export class JsonHttpClient {
     this.hotAgent = new http.Agent({
       keepAlive: true,
       maxSockets: opts.hotSockets ?? HOT_SOCKETS,
-      maxFreeSockets: HOT_IDLE_SOCKETS,
-      scheduling: 'fifo',
+      maxFreeSockets: opts.hotSockets ?? HOT_SOCKETS,
+      scheduling: 'lifo',
+      timeout: opts.hotIdleMs ?? HOT_IDLE_MS,
     });
     this.timeoutMs = opts.timeoutMs ?? 5000;
     this.userAgent = opts.userAgent ?? 'mockcloud';
