@@ -304,6 +304,7 @@ export class Daemon {
         onHeartbeatLate: metrics.heartbeatLate,
         onFirstHeartbeat: (cn) => boot.service.heartbeat(cn),
         heartbeatThread: true,
+        cnapiPausesWithThisThread: this.headnodeInstance !== undefined,
       });
       this.reporterInstance = reporter;
       reporter.start();

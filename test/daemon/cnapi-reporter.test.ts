@@ -55,8 +55,8 @@ describe.each([
     await cnapi.stop();
   });
 
-  function startReporter(timings: Partial<ReporterTimings> = FAST): CnapiReporter {
-    reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: cnapi.url, timings, heartbeatThread: thread });
+  function startReporter(timings: Partial<ReporterTimings> = FAST, cnapiPausesWithThisThread = true): CnapiReporter {
+    reporter = new CnapiReporter({ log: createQuietLogger(), scheduler, http, cnapiUrl: cnapi.url, timings, heartbeatThread: thread, cnapiPausesWithThisThread });
     reporter.start();
     return reporter;
   }
@@ -103,6 +103,21 @@ describe.each([
     for (const cn of cns) expect(cnapi.find('POST', new RegExp(`^/servers/${cn.uuid}/events/heartbeat$`))).toHaveLength(2);
     // The next ones follow the interval again.
     expect((await reporter.sendHeartbeatsAhead(1000)).sent).toBe(0);
+  });
+
+  // A CNAPI elsewhere does not pause with this thread, and the heartbeat thread does not either:
+  // a whole fleet's heartbeats at once only queued them for a connection.
+  it('sends ahead only the heartbeats a pause of this thread would hold, when CNAPI is elsewhere', async () => {
+    startReporter({ ...FAST, heartbeatIntervalMs: 60_000, requestTimeoutMs: 30_000 }, false);
+    const cns = Array.from({ length: 5 }, (_, i) => makeCn(43100 + i).cn);
+    for (const cn of cns) reporter.attach(cn);
+    const beats = () => cnapi.find('POST', /\/events\/heartbeat$/).length;
+    await waitFor(() => cns.every((cn) => reporter.lastHeartbeatAt(cn.uuid)), 30_000, 'first heartbeats');
+    const ahead = await reporter.sendHeartbeatsAhead(61_000);
+    await ahead.answered;
+    // On the main thread they pause with it and go ahead; on their own thread nothing holds them.
+    expect(ahead.sent).toBe(thread ? 0 : cns.length);
+    expect(beats()).toBe(thread ? cns.length : 2 * cns.length);
   });
 
   it('uses the real agent\'s intervals by default', () => {
