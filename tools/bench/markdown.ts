@@ -161,7 +161,7 @@ export function renderMarkdown(inp: MarkdownInputs): string {
         '`smartos` over the same window, then again with the profiles swapped (each a fresh start, settled, then the idle window), then a burst of machine_create (twice N unless `--timing-burst`) on `smartos`, each task holding ' +
         'its connection until it ends as CNAPI\'s do, as many open at once as the open-file limit leaves beside the N CN sockets. ' +
         'RSS per task in flight is (RSS at the most tasks in flight − RSS before the burst) / those tasks, the VM each provisions ' +
-        'included; the worst heartbeat gap is over the burst and a heartbeat interval after it (docs/timing.md).',
+        'included; the worst heartbeat gap is from the start of the burst to some 50 s after its end, while the daemon collects its garbage (docs/timing.md).',
       '',
     );
   }

@@ -138,7 +138,7 @@ export interface StepResult {
     p99Ms: number;
     maxMs: number;
     seconds: number;
-    /** The worst gap between two heartbeats of one CN from the burst's start to a heartbeat interval after its end. */
+    /** The worst gap between two heartbeats of one CN from the burst's start to some 50 s after its end (a heartbeat interval and a second, then AFTER_BURST_SETTLE_MS). */
     worstHeartbeatGapMs: number;
     silentCns: number;
     /** Heartbeats the daemon could not deliver meanwhile (its /status counters). */
