@@ -18,6 +18,7 @@ import { summarizeHeapSnapshot, summarizeProfile } from '../../tools/bench/profi
 import { percentile, summarize } from '../../tools/bench/stats.js';
 import { mirrorLines, renderTable } from '../../tools/bench/table.js';
 import { judgeTargets } from '../../tools/bench/targets.js';
+import { since, tail } from '../../tools/bench/timing-step.js';
 import type { BenchReport, StepResult } from '../../tools/bench/types.js';
 
 const execFileP = promisify(execFile);
@@ -311,5 +312,25 @@ describe('the mirror step (issue 18)', () => {
     expect(renderTable(only)).toBe(`${mirrorLines(mirror).join('\n')}\n`);
     const md = renderMarkdown({ report: { ...report([step(100, { rssPerCnKb: 30, cpu: 0.8, nopP99: 2 })]), mirror }, chartRef: 'c.svg', jsonRef: 'j.json' });
     expect(md).toContain('## Mirror (issue 18)');
+  });
+});
+
+describe('the timing step\'s histogram tails', () => {
+  // As the daemon's /metrics writes a histogram: cumulative buckets, its own labels first.
+  const histogram = (upTo500: number, upTo1: number, all: number): string =>
+    [
+      `mockcloud_outbound_request_duration_seconds_bucket{datacenter="dc",api="vmapi",method="POST",le="0.5"} 9`,
+      `mockcloud_outbound_request_duration_seconds_bucket{datacenter="dc",api="cnapi",method="POST",le="0.5"} ${upTo500}`,
+      `mockcloud_outbound_request_duration_seconds_bucket{datacenter="dc",api="cnapi",method="POST",le="1"} ${upTo1}`,
+      `mockcloud_outbound_request_duration_seconds_bucket{datacenter="dc",api="cnapi",method="POST",le="+Inf"} ${all}`,
+    ].join('\n');
+
+  it('counts the slow CNAPI POSTs of the burst alone, not those of the daemon\'s start before it', () => {
+    const atStart = tail(histogram(900, 950, 1000), 'mockcloud_outbound_request_duration_seconds_bucket', 'api="cnapi",method="POST"');
+    const after = tail(histogram(5850, 5930, 6000), 'mockcloud_outbound_request_duration_seconds_bucket', 'api="cnapi",method="POST"');
+    expect(after).toEqual({ count: 6000, over500ms: 150, over1s: 70 });
+    expect(since(atStart, after)).toEqual({ count: 5000, over500ms: 50, over1s: 20 });
+    expect(since(undefined, after)).toEqual(after);
+    expect(since(atStart, undefined)).toBeUndefined();
   });
 });

@@ -185,6 +185,9 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     const { targets, net } = await taskTargets(d, n, sink);
     say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
     const before = await sampleDaemon(d);
+    // The histograms below count from the daemon's start: the idle window's and its start's
+    // heartbeats (thousands queued at once) are taken off.
+    const metricsBefore = await d.controlText('/metrics').catch(() => '');
     const rssBefore = before.rssBytes;
     await sink.mark();
     const samples: DaemonSample[] = [];
@@ -273,8 +276,8 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       sinkLoopDelayMaxMs: s.loopDelayMaxMs,
       ...threadFigures(samples),
       // A gap is the interval plus how late the previous answer was read and the next one sent.
-      heartbeatsLate: tail(metrics, 'mockcloud_heartbeat_lateness_seconds_bucket', ''),
-      cnapiPostsSlow: tail(metrics, 'mockcloud_outbound_request_duration_seconds_bucket', 'api="cnapi",method="POST"'),
+      heartbeatsLate: since(tail(metricsBefore, HEARTBEAT_LATENESS, ''), tail(metrics, HEARTBEAT_LATENESS, '')),
+      cnapiPostsSlow: since(tail(metricsBefore, OUTBOUND_DURATION, CNAPI_POSTS), tail(metrics, OUTBOUND_DURATION, CNAPI_POSTS)),
       gaps: s.cns.gapsSinceMark,
       gapsOver6s: s.cns.gapsOver6sSinceMark,
     };
@@ -385,8 +388,8 @@ async function sampleDaemon(d: DaemonProcess): Promise<DaemonSample> {
 }
 
 /**
- * From a histogram's buckets in the daemon's /metrics (cumulative since it started, its idle
- * window included): how many observations in all, and how many over 0.5 s and over 1 s.
+ * From a histogram's buckets in the daemon's /metrics (cumulative since it started): how many
+ * observations in all, and how many over 0.5 s and over 1 s.
  */
 export function tail(metrics: string, bucket: string, labels: string): { count: number; over500ms: number; over1s: number } | undefined {
   const lines = metrics.split('\n').filter((l) => l.startsWith(`${bucket}{`));
@@ -404,6 +407,18 @@ export function tail(metrics: string, bucket: string, labels: string): { count: 
   const upTo1 = at('1');
   if (all === undefined || upTo500 === undefined || upTo1 === undefined) return undefined;
   return { count: all, over500ms: all - upTo500, over1s: all - upTo1 };
+}
+
+const HEARTBEAT_LATENESS = 'mockcloud_heartbeat_lateness_seconds_bucket';
+const OUTBOUND_DURATION = 'mockcloud_outbound_request_duration_seconds_bucket';
+const CNAPI_POSTS = 'api="cnapi",method="POST"';
+
+type Tail = ReturnType<typeof tail>;
+/** What a histogram's tail counted between two reads. */
+export function since(before: Tail, after: Tail): Tail {
+  if (!after) return undefined;
+  const b = before ?? { count: 0, over500ms: 0, over1s: 0 };
+  return { count: after.count - b.count, over500ms: after.over500ms - b.over500ms, over1s: after.over1s - b.over1s };
 }
 
 function median(xs: number[]): number {

@@ -263,7 +263,7 @@ export interface TimingResult {
     /** Heartbeat gaps in the burst, and of them those over 6 s. */
     gaps?: number;
     gapsOver6s?: number;
-    /** Heartbeats sent over 0.5 s / 1 s after they were due, and CNAPI POSTs (heartbeats and status) answered that slowly, as the daemon saw them. */
+    /** Heartbeats sent over 0.5 s / 1 s after they were due, and CNAPI POSTs (heartbeats and status) answered that slowly, as the daemon saw them, from the start of the burst to the end of its settle. */
     heartbeatsLate?: { count: number; over500ms: number; over1s: number };
     cnapiPostsSlow?: { count: number; over500ms: number; over1s: number };
   };
