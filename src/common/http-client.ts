@@ -122,10 +122,12 @@ const HOT_SOCKETS = 512;
  * keep-alive (Node's 5 s): the client closes first, and no heartbeat POST goes out on a
  * connection the peer is closing (a POST is not sent again).
  *
- * Not a cap on idle connections: one made every heartbeat answered in one turn of the loop
- * (hundreds, at 10,000 CNs) close all but the cap, and the next turn's open as many new ones
- * at once; past CNAPI's listen backlog (Node's 511) the kernel dropped them, and each came in
- * a second late, after the SYN was sent again (heartbeat gaps over 6 s, issue 26).
+ * Not a cap on idle connections, as before: when one turn of the loop read hundreds of answers
+ * (10,000 CNs), a cap closed all but its number of the connections they freed, and the next
+ * turn's heartbeats opened as many again at once. Past CNAPI's listen backlog (Node's 511) the
+ * kernel dropped them, and each came a second late, once the SYN was sent again (heartbeat
+ * gaps over 6 s, issue 26). The timeout also fires on a connection in use; nothing listens for
+ * it there (the request's own deadline rules), and Node's agent closes only idle ones.
  */
 const HOT_IDLE_MS = 4000;
 
