@@ -178,10 +178,11 @@ export class JsonHttpClient {
 
   constructor(opts: HttpClientOptions = {}) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64, scheduling: 'fifo' });
+    const hotSockets = opts.hotSockets ?? HOT_SOCKETS;
     this.hotAgent = new http.Agent({
       keepAlive: true,
-      maxSockets: opts.hotSockets ?? HOT_SOCKETS,
-      maxFreeSockets: opts.hotSockets ?? HOT_SOCKETS,
+      maxSockets: hotSockets,
+      maxFreeSockets: hotSockets,
       scheduling: 'lifo',
       timeout: opts.hotIdleMs ?? HOT_IDLE_MS,
     });
