@@ -45,8 +45,11 @@ const AFTER_BURST_SETTLE_MS = 45_000;
  * and not on the other compared a collection with none (ratios of 0.84 to 1.16 between runs).
  */
 const IDLE_SETTLE_MIN_S = 50;
-/** The daemon's other threads this many nice levels below its heartbeat thread. */
-const TIMING_MAIN_THREAD_NICE = 10;
+/**
+ * The daemon's other threads this many nice levels below its heartbeat thread. DIAG_MAIN_THREAD_NICE
+ * runs the step at another level, to measure what the flag buys (docs/timing.md, run 34).
+ */
+const TIMING_MAIN_THREAD_NICE = process.env.DIAG_MAIN_THREAD_NICE ? Number(process.env.DIAG_MAIN_THREAD_NICE) : 10;
 /**
  * The idle comparison: two fleets of N CNs, each in a daemon of its own, idle side by side over
  * the same window, one on each profile; then again with the profiles swapped. One profile at a
