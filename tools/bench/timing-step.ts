@@ -189,8 +189,9 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     say(`burst: ${burst} machine_create over ${n} CNs on smartos, ${held} held open at once`);
     const before = await sampleDaemon(d);
     // The histograms below count from the daemon's start: the idle window's and its start's
-    // heartbeats (thousands queued at once) are taken off.
-    const metricsBefore = await d.controlText('/metrics').catch(() => '');
+    // heartbeats (thousands queued at once) are taken off. Unread, the burst's figures are left out
+    // rather than counted from the start.
+    const metricsBefore = await d.controlText('/metrics').catch(() => undefined);
     const rssBefore = before.rssBytes;
     await sink.mark();
     const samples: DaemonSample[] = [];
@@ -240,6 +241,8 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
     const after = await sampleDaemon(d);
     const s: SinkStats = await sink.stats();
     const metrics = await d.controlText('/metrics').catch(() => '');
+    const burstTail = (bucket: string, labels: string): Tail =>
+      metricsBefore === undefined ? undefined : since(tail(metricsBefore, bucket, labels), tail(metrics, bucket, labels));
     const peak = plateau();
     const perTask = (k: NumericSample): number => (peak.inFlight > 0 ? Math.round((peak[k] - before[k]) / peak.inFlight) : NaN);
     const lat = summarize(run.latenciesMs);
@@ -279,8 +282,8 @@ export async function runTimingStep(n: number, ctx: { sink: SinkProcess; opts: B
       sinkLoopDelayMaxMs: s.loopDelayMaxMs,
       ...threadFigures(samples),
       // A gap is the interval plus how late the previous answer was read and the next one sent.
-      heartbeatsLate: since(tail(metricsBefore, HEARTBEAT_LATENESS, ''), tail(metrics, HEARTBEAT_LATENESS, '')),
-      cnapiPostsSlow: since(tail(metricsBefore, OUTBOUND_DURATION, CNAPI_POSTS), tail(metrics, OUTBOUND_DURATION, CNAPI_POSTS)),
+      heartbeatsLate: burstTail(HEARTBEAT_LATENESS, ''),
+      cnapiPostsSlow: burstTail(OUTBOUND_DURATION, CNAPI_POSTS),
       gaps: s.cns.gapsSinceMark,
       gapsOver6s: s.cns.gapsOver6sSinceMark,
     };
