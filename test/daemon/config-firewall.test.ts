@@ -70,9 +70,14 @@ describe('daemon with config-agent and firewaller', () => {
     const file = (uuid: string): string => path.join(dir, 'servers', uuid, 'config/opt/smartdc/agents/etc/vm-agent.config.json');
     for (const uuid of [a, b]) await waitFor(() => fsp.stat(file(uuid)).then(() => true, () => false), 15_000, `config of ${uuid}`);
     expect(JSON.parse(await fsp.readFile(file(a), 'utf8'))).toEqual({ vmapi: { url: `http://vmapi.${daemon.config.datacenterName}.local` }, no_rabbit: true });
-    const rows = JSON.parse((await control('/servers')).text) as Obj[];
-    const row = rows.find((r) => r.uuid === a)!;
-    expect(typeof row.configAgeSeconds).toBe('number');
+    // A file is on disk before the check that wrote it ends: the check also fetches the CN's
+    // other instances, and some may not be adopted by SAPI yet. list-servers gives an age once
+    // a whole check has succeeded, and "-" (null) until then.
+    const rowOf = async (uuid: string): Promise<Obj> => (JSON.parse((await control('/servers')).text) as Obj[]).find((r) => r.uuid === uuid)!;
+    for (const uuid of [a, b]) await waitFor(async () => typeof (await rowOf(uuid)).configAgeSeconds === 'number', 15_000, `config age of ${uuid}`);
+    const row = await rowOf(a);
+    expect(row.configAgeSeconds).toBeGreaterThanOrEqual(0);
+    expect(row.configAgeSeconds).toBeLessThan(15);
     expect(row.configStale).toBe(false);
     const metrics = (await control('/metrics')).text;
     const written = /mockcloud_config_agent_events_total\{[^}]*event="file_written"[^}]*\} (\d+)/.exec(metrics);
