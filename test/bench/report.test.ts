@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { renderChart } from '../../tools/bench/chart.js';
 import { GENERATED_BEGIN, GENERATED_END, renderMarkdown } from '../../tools/bench/markdown.js';
 import { parseSteps } from '../../tools/bench/options.js';
+import { reportToWrite } from '../../tools/bench/partial-run.js';
 import { cpuPercent, parseCpuSeconds } from '../../tools/bench/proc-stats.js';
 import { summarizeHeapSnapshot, summarizeProfile } from '../../tools/bench/profile.js';
 import { percentile, summarize } from '../../tools/bench/stats.js';
@@ -312,6 +313,53 @@ describe('the mirror step (issue 18)', () => {
     expect(renderTable(only)).toBe(`${mirrorLines(mirror).join('\n')}\n`);
     const md = renderMarkdown({ report: { ...report([step(100, { rssPerCnKb: 30, cpu: 0.8, nopP99: 2 })]), mirror }, chartRef: 'c.svg', jsonRef: 'j.json' });
     expect(md).toContain('## Mirror (issue 18)');
+  });
+});
+
+describe('a step run alone (--mirror-only and the like)', () => {
+  const full = report([step(100, { rssPerCnKb: 30, cpu: 0.8, nopP99: 2 }), step(10_000, { rssPerCnKb: 20, cpu: 35, nopP99: 6 })]);
+  const mirrorOf = (n: number): NonNullable<BenchReport['mirror']> => ({ n, vmsPerCn: 10, ok: true, errors: [], seconds: 60 });
+  const alone: BenchReport = { ...report([]), startedAt: '2025-02-02T00:00:00.000Z', finishedAt: '2025-02-02T00:05:00.000Z', mirror: mirrorOf(500) };
+  const opts = (jsonPath: string): Parameters<typeof reportToWrite>[1] => ({ jsonPath, mirrorOnly: true });
+
+  it('is written into the last full run: its section replaces that run\'s, the fleet figures, header and other sections stay, and the section says when it was measured', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mockcloud-bench-partial-'));
+    try {
+      const json = path.join(dir, 'latest.json');
+      await writeFile(json, JSON.stringify({ ...full, mirror: mirrorOf(100), agents: { n: 7, vmsPerCn: 1, ok: true, errors: [], seconds: 1 } }));
+      const said: string[] = [];
+      const merged = await reportToWrite(alone, opts(json), (m) => said.push(m));
+      expect(merged.steps.map((s) => s.n)).toEqual([100, 10_000]);
+      expect(merged.finishedAt).toBe(full.finishedAt);
+      expect(merged.mirror?.n).toBe(500);
+      expect(merged.agents?.n).toBe(7);
+      expect(merged.sectionsMeasuredAt).toEqual({ mirror: alone.finishedAt });
+      expect(said.join('\n')).toContain('the run of 2025-01-01T00:10:00.000Z');
+      const md = renderMarkdown({ report: merged, chartRef: 'c.svg', jsonRef: 'j.json' });
+      expect(md).toContain('| figure | N = 100 | N = 10,000 |');
+      expect(md).toContain('## Mirror (issue 18)\n\n_Measured on 2025-02-02 by a run of this step alone; the figures above are of the run of 2025-01-01._');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is written on its own, saying why, when there are no results to go into; a full run is always written as it is', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'mockcloud-bench-partial-'));
+    try {
+      const said: string[] = [];
+      const missing = path.join(dir, 'none.json');
+      expect(await reportToWrite(alone, opts(missing), (m) => said.push(m))).toBe(alone);
+      expect(said.pop()).toContain('does not exist yet');
+      const other = path.join(dir, 'other.json');
+      await writeFile(other, '{"version": 2}');
+      expect(await reportToWrite(alone, opts(other), (m) => said.push(m))).toBe(alone);
+      expect(said.pop()).toContain('is not a benchmark results file');
+      await writeFile(other, JSON.stringify(full));
+      expect(await reportToWrite(full, { jsonPath: other }, (m) => said.push(m))).toBe(full);
+      expect(said).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import { cleanUpNow } from './cleanup.js';
 import { DEFAULT_DRILL_JSON, type DrillReport } from './drill-report.js';
 import { renderMarkdown, spliceGenerated } from './markdown.js';
 import { parseOptions } from './options.js';
+import { reportToWrite } from './partial-run.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
@@ -132,7 +133,7 @@ async function main(): Promise<void> {
   };
   const report = opts.from ? await readReport(opts.from) : await runBench(opts, say);
   process.stdout.write(renderTable(report));
-  for (const file of await writeOutputs(report, opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
+  for (const file of await writeOutputs(await reportToWrite(report, opts, say), opts)) say(`wrote ${path.relative(process.cwd(), file) || file}`);
   if (report.steps.some((s) => !s.ok) || (report.mirror && !report.mirror.ok) || (report.timing && !report.timing.ok)) process.exitCode = 1;
 }
 

@@ -11,7 +11,7 @@ import { FIGURES, fmt, fmtN } from './figures.js';
 import { agentsLines } from './agents-step.js';
 import { mirrorLines, timingLines } from './table.js';
 import { judgeTargets } from './targets.js';
-import type { BenchReport } from './types.js';
+import type { BenchReport, SectionName } from './types.js';
 
 export interface MarkdownInputs {
   report: BenchReport;
@@ -23,6 +23,13 @@ export interface MarkdownInputs {
   analysis?: string;
   /** tools/bench/results/drill.json (`npm run drill`), when present. */
   drill?: DrillReport;
+}
+
+/** A section measured by a run of its step alone, after the run the rest of the document is of, says so. */
+function measuredApart(report: BenchReport, name: SectionName): string[] {
+  const at = report.sectionsMeasuredAt?.[name];
+  if (at === undefined) return [];
+  return [`_Measured on ${at.slice(0, 10)} by a run of this step alone; the figures above are of the run of ${report.finishedAt.slice(0, 10)}._`, ''];
 }
 
 export function renderMarkdown(inp: MarkdownInputs): string {
@@ -135,7 +142,7 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   if (inp.analysis && inp.analysis.trim()) out.push(inp.analysis.trim(), '');
 
   if (report.agents) {
-    out.push('## config-agent and firewaller (issue 29)', '', '```', ...agentsLines(report.agents), '```', '');
+    out.push('## config-agent and firewaller (issue 29)', '', ...measuredApart(report, 'agents'), '```', ...agentsLines(report.agents), '```', '');
     out.push(
       '`npm run bench -- --agents N`: N CNs with the VMs-per-CN count (half of them tagged role=web with their firewall on), idle with config-agent and ' +
         'firewaller off (no SAPI or FWAPI configured) and on (the sink\'s SAPI and FWAPI), each after a restart; the real agents\' rates are ' +
@@ -145,7 +152,7 @@ export function renderMarkdown(inp: MarkdownInputs): string {
     );
   }
   if (report.mirror) {
-    out.push('## Mirror (issue 18)', '', '```', ...mirrorLines(report.mirror), '```', '');
+    out.push('## Mirror (issue 18)', '', ...measuredApart(report, 'mirror'), '```', ...mirrorLines(report.mirror), '```', '');
     out.push(
       '`npm run bench -- --mirror N [--mirror-only]`: a DC of N CNs with the VMs-per-CN count on the sink, captured with ' +
         '`mockcloud mirror capture`; then the sink emptied and the file loaded into a new daemon with `mockcloud mirror load`. ' +
@@ -155,7 +162,7 @@ export function renderMarkdown(inp: MarkdownInputs): string {
   }
 
   if (report.timing) {
-    out.push('## Timing (issue 26)', '', '```', ...timingLines(report.timing), '```', '');
+    out.push('## Timing (issue 26)', '', ...measuredApart(report, 'timing'), '```', ...timingLines(report.timing), '```', '');
     out.push(
       '`npm run bench -- --timing N [--timing-only]`: two fleets of N CNs idle side by side, one daemon on `instant` and one on ' +
         '`smartos` over the same window, then again with the profiles swapped (each a fresh start, settled, then the idle window), then a burst of machine_create (twice N unless `--timing-burst`) on `smartos`, each task holding ' +

@@ -187,7 +187,15 @@ export interface BenchReport {
   agents?: AgentsResult;
   /** The timing step (--timing N). */
   timing?: TimingResult;
+  /**
+   * When a section was measured, where a run of that step alone (--timing-only and the like)
+   * was written into an earlier full run's results (partial-run.ts); absent: at finishedAt.
+   */
+  sectionsMeasuredAt?: Partial<Record<SectionName, string>>;
 }
+
+/** The report's sections that a step run alone brings. */
+export type SectionName = 'mirror' | 'agents' | 'timing';
 
 /** config-agent and firewaller at scale (tools/bench/agents-step.ts). */
 export interface AgentsResult {
