@@ -11,7 +11,7 @@ import { cleanUpNow } from './cleanup.js';
 import { DEFAULT_DRILL_JSON, type DrillReport } from './drill-report.js';
 import { renderMarkdown, spliceGenerated } from './markdown.js';
 import { parseOptions } from './options.js';
-import { reportToWrite } from './partial-run.js';
+import { readResults, reportToWrite } from './partial-run.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
@@ -109,8 +109,8 @@ export async function writeOutputs(report: BenchReport, opts: BenchOptions): Pro
 }
 
 async function readReport(file: string): Promise<BenchReport> {
-  const report = JSON.parse(await readFile(file, 'utf8')) as BenchReport;
-  if (report.version !== 1 || !Array.isArray(report.steps)) throw new Error(`${file} is not a benchmark results file`);
+  const { report, why } = await readResults(file);
+  if (!report) throw new Error(why);
   return report;
 }
 

@@ -17,21 +17,22 @@ export function isPartialRun(opts: Pick<BenchOptions, 'mirrorOnly' | 'agentsOnly
 
 /** The fresh run's sections laid over the previous report; the previous report alone decides the rest. */
 export function mergePartial(previous: BenchReport, fresh: BenchReport): BenchReport {
-  const merged: BenchReport = { ...previous, sectionsMeasuredAt: { ...previous.sectionsMeasuredAt } };
-  for (const name of SECTIONS) {
-    const section = fresh[name];
-    if (section === undefined) continue;
-    (merged as unknown as Record<SectionName, unknown>)[name] = section;
-    merged.sectionsMeasuredAt![name] = fresh.finishedAt;
-  }
-  return merged;
+  const sectionsMeasuredAt = { ...previous.sectionsMeasuredAt };
+  for (const name of SECTIONS) if (fresh[name] !== undefined) sectionsMeasuredAt[name] = fresh.finishedAt;
+  return {
+    ...previous,
+    ...(fresh.mirror ? { mirror: fresh.mirror } : {}),
+    ...(fresh.agents ? { agents: fresh.agents } : {}),
+    ...(fresh.timing ? { timing: fresh.timing } : {}),
+    sectionsMeasuredAt,
+  };
 }
 
 /**
- * The results a partial run is written into: the report at `file`, or undefined (with the
- * reason) when there is none to keep, so the run is written on its own.
+ * The benchmark results in `file`, or why there are none: what `--from` renders, and what a
+ * step run alone is written into (when there are none, it is written on its own).
  */
-export async function readPrevious(file: string): Promise<{ report?: BenchReport; why?: string }> {
+export async function readResults(file: string): Promise<{ report?: BenchReport; why?: string }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -52,7 +53,7 @@ export async function readPrevious(file: string): Promise<{ report?: BenchReport
 /** What a run writes: itself, or, for a step run alone, itself laid over the results at --json. */
 export async function reportToWrite(report: BenchReport, opts: Pick<BenchOptions, 'from' | 'jsonPath' | 'mirrorOnly' | 'agentsOnly' | 'timingOnly'>, say: (msg: string) => void): Promise<BenchReport> {
   if (opts.from || !isPartialRun(opts)) return report;
-  const previous = await readPrevious(opts.jsonPath);
+  const previous = await readResults(opts.jsonPath);
   if (!previous.report) {
     say(`${previous.why}: writing this run's results on their own`);
     return report;
