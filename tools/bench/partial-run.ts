@@ -38,7 +38,7 @@ export async function readResults(file: string): Promise<{ report?: BenchReport;
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { why: code === 'ENOENT' ? `${file} does not exist yet` : `${file} could not be read (${code ?? (err as Error).message})` };
+    return { why: code === 'ENOENT' ? `${file} does not exist` : `${file} could not be read (${code ?? (err as Error).message})` };
   }
   let report: BenchReport;
   try {
