@@ -11,7 +11,7 @@ import { cleanUpNow } from './cleanup.js';
 import { DEFAULT_DRILL_JSON, type DrillReport } from './drill-report.js';
 import { renderMarkdown, spliceGenerated } from './markdown.js';
 import { parseOptions } from './options.js';
-import { readResults, reportToWrite } from './partial-run.js';
+import { isPartialRun, readResults, reportToWrite } from './partial-run.js';
 import { chartPathFor, PROJECT_ROOT } from './paths.js';
 import { SinkProcess } from './sink/sink-process.js';
 import { runMirrorStep } from './mirror-step.js';
@@ -43,7 +43,7 @@ export async function runBench(opts: BenchOptions, say: (msg: string) => void): 
   let agents: BenchReport['agents'];
   try {
     say(`sink: CNAPI ${sink.urls.cnapi}, VMAPI ${sink.urls.vmapi}, NAPI ${sink.urls.napi} (pid ${sink.pid})`);
-    for (const n of opts.mirrorOnly || opts.agentsOnly || opts.timingOnly ? [] : opts.steps) {
+    for (const n of isPartialRun(opts) ? [] : opts.steps) {
       steps.push(
         await runStep(n, {
           sink,

@@ -61,17 +61,26 @@ async function ok(method, url, body, headers) {
   return res.body;
 }
 
+/** The image IMGAPI holds under IMAGE's UUID is the one this setup imports: the admin's sdc-smartos. */
+function isOurImage(image) {
+  return image?.uuid === IMAGE.uuid && image.name === IMAGE.name && image.version === IMAGE.version && image.owner === ADMIN;
+}
+
 async function ensureImage(imgapi) {
   const have = await call('GET', `${imgapi}/images/${IMAGE.uuid}`);
-  if (have.status === 200 && have.body?.state === 'active') return 'kept';
+  if (have.status === 200 && !isOurImage(have.body)) {
+    throw new Error(`IMGAPI's image ${IMAGE.uuid} is not the admin's ${IMAGE.name}@${IMAGE.version} (${have.body?.name}@${have.body?.version}, owner ${have.body?.owner}): left as it is`);
+  }
+  if (have.status === 200 && have.body.state === 'active') return 'kept';
   if (have.status !== 200) {
     await ok('POST', `${imgapi}/images/${IMAGE.uuid}?action=import`, {
       v: 2, uuid: IMAGE.uuid, name: IMAGE.name, version: IMAGE.version, type: 'zone-dataset', os: 'smartos',
       owner: ADMIN, public: true, published_at: new Date().toISOString(),
     });
   }
-  const state = (await ok('GET', `${imgapi}/images/${IMAGE.uuid}`)).state;
-  if (state === 'unactivated') {
+  const image = await ok('GET', `${imgapi}/images/${IMAGE.uuid}`);
+  if (!isOurImage(image)) throw new Error(`IMGAPI's image ${IMAGE.uuid} is not the one imported: left as it is`);
+  if (image.state === 'unactivated') {
     await ok('PUT', `${imgapi}/images/${IMAGE.uuid}/file?compression=gzip`, gzipSync('file\n'), { 'content-type': 'application/octet-stream' });
   }
   await ok('POST', `${imgapi}/images/${IMAGE.uuid}?action=activate`);
@@ -87,9 +96,12 @@ async function ensureCoreZones(urls) {
   if (!base) throw new Error('IMGAPI has no image named base-64-lts');
   const uuids = [];
   for (const role of CORE_ROLES) {
-    const existing = await ok('GET', `${urls.vmapi}/vms?owner_uuid=${ADMIN}&tag.smartdc_role=${role}&state=active`);
-    if (existing.length > 0) {
-      uuids.push(existing[0].uuid);
+    // The filter narrows the list; what counts is checked on each VM it gave back.
+    const listed = await ok('GET', `${urls.vmapi}/vms?owner_uuid=${ADMIN}&tag.smartdc_role=${role}&state=active`);
+    const existing = listed.find((vm) => vm.owner_uuid === ADMIN && vm.server_uuid === headnode.uuid && vm.ram === 128 &&
+      vm.tags?.smartdc_type === 'core' && vm.tags?.smartdc_role === role && !['destroyed', 'failed'].includes(vm.state));
+    if (existing) {
+      uuids.push(existing.uuid);
       continue;
     }
     const made = await ok('POST', `${urls.vmapi}/vms`, {
